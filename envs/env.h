@@ -1,0 +1,76 @@
+#pragma once
+// The environment interface every port implements: Gym-style stepping plus BALROG's text layer.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace turnrl::envs {
+
+struct StepResult {
+  double reward = 0.0;
+  bool terminated = false;  // the episode reached a terminal state (no bootstrap)
+  bool truncated = false;   // the step limit cut the episode (bootstrap from the value)
+};
+
+/** One action as BALROG lists it in the instruction prompt. */
+struct ActionSpec {
+  std::string name;
+  std::string description;
+};
+
+/** BALROG's `obs["text"]`: the long-term part enters the history; the short-term part
+ *  (Crafter's status and inventory) is shown only in the current observation. */
+struct TextObservation {
+  std::string long_term;
+  std::string short_term;
+};
+
+/** How a reply is normalised before it is matched against the action names (Verlog, sec. 4). */
+struct ActionTextRules {
+  enum class Case { kLower, kTitle };
+  Case letter_case = Case::kLower;
+  bool underscores_to_spaces = true;
+  bool cut_at_newline = false;          // Crafter keeps only the first line
+  bool drop_trailing_punctuation = false;  // Crafter drops one trailing '.' or ','
+  /** Synonym -> one or more action names; several are chosen between uniformly. */
+  std::map<std::string, std::vector<std::string>> translations;
+};
+
+/**
+ * One environment instance. Not thread-safe: each rollout slot owns its own.
+ * Text is built only when asked for, so plain stepping stays fast.
+ * Misuse (stepping before reset, an action outside [0, num_actions())) throws
+ * std::out_of_range or std::logic_error; it never corrupts state.
+ */
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  virtual const std::string& id() const = 0;
+  virtual void reset(uint64_t seed) = 0;
+  virtual StepResult step(int action) = 0;
+
+  /** BALROG's action list (index = native action id) with prompt descriptions. */
+  virtual const std::vector<ActionSpec>& actions() const = 0;
+  int num_actions() const { return static_cast<int>(actions().size()); }
+  /** The action executed when a reply matches nothing. */
+  virtual int default_action() const = 0;
+  virtual const ActionTextRules& text_rules() const = 0;
+
+  /** Turn limit of the current episode as BALROG runs it. */
+  virtual int max_steps() const = 0;
+  /** The first user message BALROG sends for the current episode. */
+  virtual std::string instruction_prompt() const = 0;
+  virtual TextObservation observe_text() const = 0;
+  /** A compact picture of the state for humans (play mode, debugging). */
+  virtual std::string render_ascii() const = 0;
+  /** BALROG's progression in [0, 1] for the episode so far. */
+  virtual double progression() const = 0;
+
+ protected:
+  /** Shared argument check for step(). */
+  void check_action(int action) const;
+};
+
+}  // namespace turnrl::envs

@@ -1,0 +1,157 @@
+#include "envs/golden.h"
+
+#include <zlib.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include "envs/registry.h"
+
+namespace turnrl::envs {
+namespace {
+
+std::string short_dump(const nlohmann::json& value) {
+  std::string text = value.dump();
+  constexpr size_t kMax = 400;
+  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
+  return text;
+}
+
+bool same_number(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_number_float() || b.is_number_float()) return a.get<double>() == b.get<double>();
+  if (a.is_number_unsigned() && b.is_number_unsigned()) return a.get<uint64_t>() == b.get<uint64_t>();
+  return a.get<int64_t>() == b.get<int64_t>();
+}
+
+}  // namespace
+
+std::optional<FieldMismatch> first_difference(const nlohmann::json& expected, const nlohmann::json& got,
+                                              const std::string& path) {
+  if (expected.is_number() && got.is_number()) {
+    if (same_number(expected, got)) return std::nullopt;
+    return FieldMismatch{path, short_dump(expected), short_dump(got)};
+  }
+  if (expected.type() != got.type()) return FieldMismatch{path, short_dump(expected), short_dump(got)};
+  if (expected.is_array()) {
+    if (expected.size() != got.size()) {
+      for (size_t i = 0; i < std::min(expected.size(), got.size()); ++i) {
+        if (auto diff = first_difference(expected[i], got[i], path + "[" + std::to_string(i) + "]")) return diff;
+      }
+      return FieldMismatch{path + ".size", std::to_string(expected.size()), std::to_string(got.size())};
+    }
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (auto diff = first_difference(expected[i], got[i], path + "[" + std::to_string(i) + "]")) return diff;
+    }
+    return std::nullopt;
+  }
+  if (expected.is_object()) {
+    for (const auto& [key, value] : expected.items()) {
+      if (!got.contains(key)) return FieldMismatch{path + "." + key, short_dump(value), "(missing)"};
+      if (auto diff = first_difference(value, got.at(key), path + "." + key)) return diff;
+    }
+    for (const auto& [key, value] : got.items()) {
+      if (!expected.contains(key)) return FieldMismatch{path + "." + key, "(missing)", short_dump(value)};
+    }
+    return std::nullopt;
+  }
+  if (expected == got) return std::nullopt;
+  return FieldMismatch{path, short_dump(expected), short_dump(got)};
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
+  if (!file) throw std::runtime_error(path + ": cannot open");
+  std::string content;
+  char buffer[1 << 16];
+  for (;;) {
+    const int n = gzread(file.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      int code = 0;
+      throw std::runtime_error(path + ": corrupt gzip data (" + gzerror(file.get(), &code) + ")");
+    }
+    if (n == 0) break;
+    content.append(buffer, n);
+  }
+  std::vector<nlohmann::json> records;
+  size_t start = 0;
+  long line_number = 0;
+  while (start < content.size()) {
+    size_t end = content.find('\n', start);
+    if (end == std::string::npos) end = content.size();
+    ++line_number;
+    const std::string_view line(content.data() + start, end - start);
+    start = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    try {
+      records.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw std::runtime_error(path + ":" + std::to_string(line_number) + ": invalid JSON: " + e.what());
+    }
+    if (!records.back().is_object()) {
+      throw std::runtime_error(path + ":" + std::to_string(line_number) + ": a record must be a JSON object");
+    }
+  }
+  if (records.empty()) throw std::runtime_error(path + ": no records");
+  return records;
+}
+
+ReplayReport replay_golden_file(const std::string& path) {
+  const std::vector<nlohmann::json> records = read_jsonl(path);
+  std::unique_ptr<GoldenReplayer> replayer;
+  for (const auto& family : env_families()) {
+    if (family.replayer && (replayer = family.replayer(records.front()))) break;
+  }
+  if (!replayer) throw std::runtime_error(path + ": the first record matches no known golden format");
+
+  ReplayReport report;
+  bool episode_exact = true;
+  long step_in_episode = 0;
+  auto close_episode = [&] {
+    if (report.episodes > 0 && episode_exact) ++report.exact_episodes;
+  };
+  for (size_t i = 0; i < records.size(); ++i) {
+    const nlohmann::json& golden = records[i];
+    const long line = static_cast<long>(i) + 1;
+    const std::string type = golden.value("type", "");
+    if (type == "reset") {
+      close_episode();
+      ++report.episodes;
+      episode_exact = true;
+      step_in_episode = 0;
+    } else if (type == "step") {
+      if (report.episodes == 0) throw std::runtime_error(path + ":" + std::to_string(line) + ": step before any reset");
+      ++step_in_episode;
+    } else {
+      throw std::runtime_error(path + ":" + std::to_string(line) + ": field 'type' must be 'reset' or 'step'");
+    }
+    ++report.lines;
+    nlohmann::json ours;
+    try {
+      ours = replayer->replay(golden);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(path + ":" + std::to_string(line) + ": malformed record: " + e.what());
+    }
+    for (const auto& [key, value] : golden.items()) {
+      if (replayer->is_input_field(key)) continue;
+      const std::optional<nlohmann::json> adjusted = replayer->expected_for(key, golden);
+      const nlohmann::json& expected = adjusted ? *adjusted : value;
+      std::optional<FieldMismatch> diff;
+      if (!ours.contains(key)) {
+        diff = FieldMismatch{key, short_dump(expected), "(missing)"};
+      } else {
+        diff = first_difference(expected, ours.at(key), key);
+      }
+      if (diff) {
+        if (episode_exact && !report.first_mismatch) {
+          report.first_mismatch = ReplayMismatch{report.episodes, line, step_in_episode, *diff};
+        }
+        episode_exact = false;
+        break;
+      }
+    }
+  }
+  close_episode();
+  return report;
+}
+
+}  // namespace turnrl::envs

@@ -1,0 +1,39 @@
+#include "envs/registry.h"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace turnrl::envs {
+
+const std::vector<EnvFamily>& env_families() {
+  static const std::vector<EnvFamily> families = [] {
+    std::vector<EnvFamily> all;
+    return all;
+  }();
+  return families;
+}
+
+std::vector<std::string> env_ids() {
+  std::vector<std::string> ids;
+  for (const auto& family : env_families()) ids.insert(ids.end(), family.ids.begin(), family.ids.end());
+  return ids;
+}
+
+std::unique_ptr<Env> make_env(const std::string& id, const nlohmann::json& options) {
+  if (!options.is_null() && !options.is_object()) {
+    throw std::invalid_argument("env options for " + id + " must be a mapping");
+  }
+  for (const auto& family : env_families()) {
+    for (const auto& known : family.ids) {
+      if (known == id) return family.make(id, options.is_null() ? nlohmann::json::object() : options);
+    }
+  }
+  std::string message = "unknown env id '" + id + "'; valid ids:";
+  for (const auto& known : env_ids()) message += "\n  " + known;
+  throw std::invalid_argument(message);
+}
+
+std::unique_ptr<Env> make_env(const std::string& id) { return make_env(id, nlohmann::json::object()); }
+
+}  // namespace turnrl::envs

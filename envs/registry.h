@@ -1,0 +1,33 @@
+#pragma once
+// The registry of environment ids. Families register explicitly (no static self-registration,
+// which a static library silently drops).
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "envs/env.h"
+
+namespace turnrl::envs {
+
+class GoldenReplayer;
+
+/** Everything the registry knows about one environment family (e.g. "babyai"). */
+struct EnvFamily {
+  std::string name;
+  std::vector<std::string> ids;
+  /** Builds env `id` with family-specific options (a JSON object; unknown keys are errors). */
+  std::function<std::unique_ptr<Env>(const std::string& id, const nlohmann::json& options)> make;
+  /** Returns a replayer when the first record of a golden file is in this family's format. */
+  std::function<std::unique_ptr<GoldenReplayer>(const nlohmann::json& first_record)> replayer;
+};
+
+const std::vector<EnvFamily>& env_families();
+std::vector<std::string> env_ids();
+/** Throws std::invalid_argument listing the valid ids when `id` is unknown. */
+std::unique_ptr<Env> make_env(const std::string& id, const nlohmann::json& options);
+std::unique_ptr<Env> make_env(const std::string& id);
+
+}  // namespace turnrl::envs

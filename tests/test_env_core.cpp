@@ -1,0 +1,133 @@
+// The env-independent parts: field comparison, golden file reading, action parsing, registry errors.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <random>
+
+#include "envs/action_parser.h"
+#include "envs/golden.h"
+#include "envs/registry.h"
+
+using namespace turnrl::envs;
+using nlohmann::json;
+
+namespace {
+
+/** A minimal env with BabyAI-like names, to exercise the parser without a port. */
+class ToyEnv : public Env {
+ public:
+  explicit ToyEnv(ActionTextRules rules) : rules_(std::move(rules)) {}
+  const std::string& id() const override { return id_; }
+  void reset(uint64_t) override {}
+  StepResult step(int action) override {
+    check_action(action);
+    return {};
+  }
+  const std::vector<ActionSpec>& actions() const override { return actions_; }
+  int default_action() const override { return 2; }
+  const ActionTextRules& text_rules() const override { return rules_; }
+  int max_steps() const override { return 10; }
+  std::string instruction_prompt() const override { return ""; }
+  TextObservation observe_text() const override { return {}; }
+  std::string render_ascii() const override { return ""; }
+  double progression() const override { return 0; }
+
+ private:
+  std::string id_ = "toy";
+  std::vector<ActionSpec> actions_ = {{"turn left", ""}, {"turn right", ""}, {"go forward", ""}, {"Move North", ""}};
+  ActionTextRules rules_;
+};
+
+}  // namespace
+
+TEST_CASE("first_difference finds the first differing field") {
+  CHECK_FALSE(first_difference(json{{"a", 1}, {"b", {1, 2}}}, json{{"a", 1.0}, {"b", {1, 2}}}, "r"));
+  auto diff = first_difference(json{{"grid", {"ab", "cd"}}}, json{{"grid", {"ab", "ce"}}}, "r");
+  REQUIRE(diff);
+  CHECK(diff->path == "r.grid[1]");
+  CHECK(diff->expected == "\"cd\"");
+  CHECK(first_difference(json{{"x", 0.1}}, json{{"x", 0.1 + 1e-17 * 100}}, "r"));
+  CHECK(first_difference(json::array({1, 2}), json::array({1}), "r")->path == "r.size");
+  CHECK(first_difference(json{{"a", nullptr}}, json{{"a", 0}}, "r"));
+}
+
+TEST_CASE("read_jsonl rejects malformed files with the file and line") {
+  const std::string path = "/tmp/turnrl_test_bad.jsonl";
+  {
+    std::ofstream out(path);
+    out << "{\"type\": \"reset\"}\n{not json\n";
+  }
+  try {
+    read_jsonl(path);
+    FAIL("expected an error");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find(path + ":2") != std::string::npos);
+  }
+  CHECK_THROWS_AS(read_jsonl("/tmp/does/not/exist.jsonl.gz"), std::runtime_error);
+  {
+    std::ofstream out(path);
+    out << "{\"type\": \"reset\", \"format\": \"nobody\"}\n";
+  }
+  CHECK_THROWS_AS(replay_golden_file(path), std::runtime_error);
+}
+
+TEST_CASE("unknown env ids list the valid ids") {
+  try {
+    make_env("no-such-env");
+    FAIL("expected an error");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("valid ids") != std::string::npos);
+  }
+}
+
+TEST_CASE("BALROG naive matching is exact after the letter filter") {
+  ToyEnv env({});
+  std::mt19937_64 rng(0);
+  CHECK(parse_action("go forward.", env, ReplyFormat::kBalrogNaive, rng).valid);
+  CHECK(parse_action("  turn left\n", env, ReplyFormat::kBalrogNaive, rng).action == 0);
+  const ParsedAction upper = parse_action("Go forward", env, ReplyFormat::kBalrogNaive, rng);
+  CHECK_FALSE(upper.valid);
+  CHECK(upper.action == 2);
+  CHECK_FALSE(parse_action("1. turn left", env, ReplyFormat::kBalrogNaive, rng).valid);
+}
+
+TEST_CASE("ACTION: replies are normalised and translated") {
+  ActionTextRules rules;
+  rules.translations["turnleft"] = {"turn left"};
+  ToyEnv env(rules);
+  std::mt19937_64 rng(0);
+  CHECK(parse_action("I think... ACTION: Turn_Left", env, ReplyFormat::kActionTag, rng).action == 0);
+  CHECK(parse_action("ACTION: turnleft", env, ReplyFormat::kActionTag, rng).action == 0);
+  CHECK(parse_action("action: go forward", env, ReplyFormat::kActionTag, rng).action == 2);
+  CHECK(parse_action("ACTION: x ACTION: turn right", env, ReplyFormat::kActionTag, rng).action == 1);
+  const ParsedAction garbled = parse_action(std::string("\x01\xff\0zz", 5), env, ReplyFormat::kActionTag, rng);
+  CHECK_FALSE(garbled.valid);
+  CHECK(garbled.action == env.default_action());
+  CHECK_FALSE(parse_action("", env, ReplyFormat::kActionTag, rng).valid);
+}
+
+TEST_CASE("title-case rules and synonyms with several targets") {
+  ActionTextRules rules;
+  rules.letter_case = ActionTextRules::Case::kTitle;
+  rules.cut_at_newline = true;
+  rules.drop_trailing_punctuation = true;
+  rules.translations["Move Northwest"] = {"Move North", "turn left"};
+  ToyEnv env(rules);
+  std::mt19937_64 rng(0);
+  CHECK(parse_action("move north.\nbecause", env, ReplyFormat::kActionTag, rng).action == 3);
+  int seen[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 50; ++i) ++seen[parse_action("move northwest", env, ReplyFormat::kActionTag, rng).action];
+  CHECK(seen[0] > 0);
+  CHECK(seen[3] > 0);
+}
+
+TEST_CASE("out-of-range actions throw") {
+  ToyEnv env({});
+  CHECK_THROWS_AS(env.step(4), std::out_of_range);
+  CHECK_THROWS_AS(env.step(-1), std::out_of_range);
+}
+
+TEST_CASE("feedback line is BALROG's") {
+  CHECK(invalid_action_feedback("Noop") ==
+        "\n\nYour previous output did not contain a valid action. Defaulted to action: Noop\n\nObservation:\n");
+}

@@ -1,0 +1,15 @@
+#pragma once
+// `turnrl bench <name>`: each benchmark in its own file, measured against its reference in one run.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace turnrl::tools {
+
+int bench_env(int argc, char** argv);
+
+/** Runs a reference command (e.g. a Python runner) and returns the `steps_per_sec` of the last
+ *  JSON line it prints, or nullopt with a warning when it fails. */
+std::optional<double> run_reference_steps_per_sec(const std::string& command);
+
+}  // namespace turnrl::tools

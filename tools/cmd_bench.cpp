@@ -1,0 +1,73 @@
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "tools/bench.h"
+#include "tools/cli.h"
+#include "tools/command.h"
+
+namespace turnrl::tools {
+namespace {
+
+struct Benchmark {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+const Benchmark kBenchmarks[] = {
+    {"env", "single-thread env steps/s with text observations, resets included", bench_env},
+};
+
+void print_usage() {
+  std::printf("usage: turnrl bench <benchmark> [options]\n\nbenchmarks:\n");
+  for (const auto& bench : kBenchmarks) std::printf("  %-10s %s\n", bench.name, bench.summary);
+}
+
+}  // namespace
+
+std::optional<double> run_reference_steps_per_sec(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) {
+    spdlog::warn("reference command could not start: {}", command);
+    return std::nullopt;
+  }
+  std::string output;
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  if (status != 0) {
+    spdlog::warn("reference command failed (status {}): {}", status, command);
+    return std::nullopt;
+  }
+  std::optional<double> steps_per_sec;
+  size_t start = 0;
+  while (start < output.size()) {
+    size_t end = output.find('\n', start);
+    if (end == std::string::npos) end = output.size();
+    const auto line = nlohmann::json::parse(output.substr(start, end - start), nullptr, false);
+    if (line.is_object() && line.contains("steps_per_sec") && line["steps_per_sec"].is_number()) {
+      steps_per_sec = line["steps_per_sec"].get<double>();
+    }
+    start = end + 1;
+  }
+  if (!steps_per_sec) spdlog::warn("reference printed no steps_per_sec: {}", command);
+  return steps_per_sec;
+}
+
+int run_bench(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    print_usage();
+    return argc < 2 ? kExitUsage : 0;
+  }
+  for (const auto& bench : kBenchmarks) {
+    if (!std::strcmp(argv[1], bench.name)) return bench.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "turnrl bench: unknown benchmark '%s'\n", argv[1]);
+  print_usage();
+  return kExitUsage;
+}
+
+}  // namespace turnrl::tools

@@ -1,0 +1,22 @@
+#pragma once
+// The `turnrl` sub-commands. Each lives in its own file and parses its own options.
+#include <string>
+#include <vector>
+
+namespace turnrl::tools {
+
+struct Command {
+  std::string name;
+  std::string summary;
+  int (*run)(int argc, char** argv);  // argv[0] is the sub-command name
+};
+
+/** Every sub-command, in the order `turnrl --help` lists them. */
+const std::vector<Command>& commands();
+
+int run_replay(int argc, char** argv);
+int run_play(int argc, char** argv);
+int run_bench(int argc, char** argv);
+int run_envs(int argc, char** argv);
+
+}  // namespace turnrl::tools

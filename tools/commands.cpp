@@ -1,0 +1,15 @@
+#include "tools/command.h"
+
+namespace turnrl::tools {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> all = {
+      {"play", "play an environment by hand, seeing exactly what an LLM sees", run_play},
+      {"replay", "replay golden trajectories and compare every recorded field", run_replay},
+      {"bench", "benchmarks (env stepping, ...)", run_bench},
+      {"envs", "list the registered environment ids", run_envs},
+  };
+  return all;
+}
+
+}  // namespace turnrl::tools

@@ -1,0 +1,45 @@
+// turnrl: train, evaluate, play and inspect LLM agents on multi-turn text games.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "tools/cli.h"
+#include "tools/command.h"
+
+namespace {
+
+void print_usage() {
+  std::printf("turnrl: reinforcement learning for LLM agents on multi-turn text games\n\n");
+  std::printf("usage: turnrl <command> [options]   (turnrl <command> --help for its options)\n\ncommands:\n");
+  for (const auto& command : turnrl::tools::commands()) {
+    std::printf("  %-12s %s\n", command.name.c_str(), command.summary.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage();
+    return turnrl::tools::kExitUsage;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage();
+    return 0;
+  }
+  for (const auto& command : turnrl::tools::commands()) {
+    if (command.name != name) continue;
+    try {
+      return command.run(argc - 1, argv + 1);
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      return turnrl::tools::kExitFailure;
+    }
+  }
+  std::fprintf(stderr, "turnrl: unknown command '%s'\n\n", name.c_str());
+  print_usage();
+  return turnrl::tools::kExitUsage;
+}

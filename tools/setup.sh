@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian package turnrl needs, then configures and builds it (Release).
+# Idempotent and non-interactive. Usage: bash tools/setup.sh [extra cmake options]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libtorch-dev                  # the LLM policy, critic and trainer (agents/, trainer/)
+  libopenblas0-pthread          # Debian's libtorch multiplies through the system BLAS: ~30x over the reference BLAS
+  libboost-dev libboost-fiber-dev libboost-context-dev  # fibers for rollouts, Asio/Beast for HTTP
+  libyaml-cpp-dev               # configs
+  libspdlog-dev                 # logging
+  nlohmann-json3-dev            # JSON Lines (golden data, metrics, tokenizer.json, safetensors headers)
+  libcli11-dev                  # command-line parsing
+  doctest-dev                   # tests
+  libzmq3-dev cppzmq-dev        # remote environment servers
+  libpcre2-dev                  # the tokenizer's pre-tokenizer regex
+  libutf8proc-dev               # NFC normalisation
+  zlib1g-dev                    # gzip'd golden data
+  python3 tmux
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+BUILD_DIR="${TURNRL_BUILD_DIR:-build}"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+cmake --build "$BUILD_DIR" -j "$(nproc)"
+echo "setup: built $BUILD_DIR/tools/turnrl"
