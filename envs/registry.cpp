@@ -4,11 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "envs/babyai/babyai_family.h"
+
 namespace turnrl::envs {
 
 const std::vector<EnvFamily>& env_families() {
   static const std::vector<EnvFamily> families = [] {
     std::vector<EnvFamily> all;
+    all.push_back(babyai::babyai_family());
     return all;
   }();
   return families;

@@ -1,0 +1,136 @@
+#include "envs/babyai/babyai_family.h"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "envs/babyai/babyai_env.h"
+#include "envs/golden.h"
+
+namespace turnrl::envs::babyai {
+namespace {
+
+constexpr std::string_view kGoldenPrefix = "BabyAI-MixedTrainLocal-v0/";
+
+struct TaskId {
+  const char* suffix;
+  Task task;
+};
+constexpr TaskId kTasks[] = {{"goto", Task::kGoTo},
+                             {"pickup", Task::kPickup},
+                             {"open", Task::kOpen},
+                             {"putnext", Task::kPutNext},
+                             {"pick_up_seq_go_to", Task::kPickUpSeqGoTo}};
+
+std::unique_ptr<Env> make(const std::string& id, const nlohmann::json& options) {
+  int num_dists = 0;
+  for (const auto& [key, value] : options.items()) {
+    if (key != "num_dists") throw std::invalid_argument("env " + id + ": unknown option '" + key + "' (valid: num_dists)");
+    if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 20) {
+      throw std::invalid_argument("env " + id + ": option num_dists must be an integer in [0, 20]");
+    }
+    num_dists = value.get<int>();
+  }
+  for (const auto& task : kTasks) {
+    if (id == std::string("babyai/") + task.suffix) return std::make_unique<BabyAIEnv>(id, task.task, num_dists);
+  }
+  throw std::invalid_argument("unknown babyai env id '" + id + "'");
+}
+
+nlohmann::json encode_rows(const std::vector<std::string>& rows) { return nlohmann::json(rows); }
+
+/** Replays the BabyAI golden format (../shared/spec/babyai_baba.md C.3). */
+class BabyAIReplayer final : public GoldenReplayer {
+ public:
+  explicit BabyAIReplayer(std::unique_ptr<BabyAIEnv> env) : env_(std::move(env)) {}
+
+  nlohmann::json replay(const nlohmann::json& golden) override {
+    nlohmann::json out;
+    if (golden.at("type") == "reset") {
+      std::vector<RngCall> trace;
+      env_->set_rng_trace(&trace);
+      env_->reset(golden.at("seed").get<uint64_t>());
+      env_->set_rng_trace(nullptr);
+      const Level& level = env_->level();
+      out["subtask"] = task_name(env_->task());
+      out["num_rows"] = level.num_rows;
+      out["num_cols"] = level.num_cols;
+      out["width"] = level.world.grid.width();
+      out["height"] = level.world.grid.height();
+      out["instruction_prompt_mission"] = level.mission;
+      nlohmann::json calls = nlohmann::json::array();
+      for (const RngCall& call : trace) calls.push_back({"integers", call.low, call.high, call.result});
+      out["rng_trace"] = std::move(calls);
+    } else {
+      const int action = golden.at("action").get<int>();
+      const StepResult result = env_->step(action);
+      out["action_text"] = env_->actions()[action].name;
+      out["reward"] = result.reward;
+      out["terminated"] = result.terminated;
+      out["truncated"] = result.truncated;
+    }
+    add_state(out);
+    return out;
+  }
+
+  bool is_input_field(const std::string& key) const override {
+    return key == "type" || key == "env_id" || key == "seed" || key == "actions" || key == "t" || key == "action";
+  }
+
+ private:
+  void add_state(nlohmann::json& out) const {
+    const Level& level = env_->level();
+    const World& world = level.world;
+    out["agent_pos"] = {world.agent_pos.x, world.agent_pos.y};
+    out["agent_dir"] = world.agent_dir;
+    if (world.carrying == Grid::kEmpty) {
+      out["carrying"] = nullptr;
+    } else {
+      const WorldObject& obj = world.objects[world.carrying];
+      out["carrying"] = {type_name(obj.type), color_name(obj.color)};
+    }
+    out["mission"] = level.mission;
+    out["step_count"] = world.step_count;
+    out["max_steps"] = world.max_steps;
+    std::vector<std::string> grid(world.grid.height());
+    for (int y = 0; y < world.grid.height(); ++y) {
+      for (int x = 0; x < world.grid.width(); ++x) append_hex(grid[y], encode_cell(world.grid.at({x, y}), world.objects));
+    }
+    out["grid"] = encode_rows(grid);
+    const ViewImage image = world.view();
+    std::vector<std::string> view(kViewSize);
+    for (int y = 0; y < kViewSize; ++y) {
+      for (int x = 0; x < kViewSize; ++x) append_hex(view[y], image[x][y]);
+    }
+    out["image"] = encode_rows(view);
+    out["descriptions"] = world.descriptions();
+    out["text"] = env_->observe_text().long_term;
+  }
+
+  std::unique_ptr<BabyAIEnv> env_;
+};
+
+std::unique_ptr<GoldenReplayer> make_replayer(const nlohmann::json& first) {
+  const std::string env_id = first.value("env_id", "");
+  if (env_id.rfind(kGoldenPrefix, 0) != 0) return nullptr;
+  const std::string suffix = env_id.substr(kGoldenPrefix.size());
+  for (const auto& task : kTasks) {
+    if (suffix == task.suffix) {
+      return std::make_unique<BabyAIReplayer>(std::make_unique<BabyAIEnv>("babyai/" + suffix, task.task, 0));
+    }
+  }
+  throw std::runtime_error("golden file names an unknown BabyAI task '" + env_id + "'");
+}
+
+}  // namespace
+
+EnvFamily babyai_family() {
+  EnvFamily family;
+  family.name = "babyai";
+  for (const auto& task : kTasks) family.ids.push_back(std::string("babyai/") + task.suffix);
+  family.make = make;
+  family.replayer = make_replayer;
+  return family;
+}
+
+}  // namespace turnrl::envs::babyai

@@ -1,0 +1,40 @@
+#pragma once
+// The Minigrid state and its dynamics: the six actions, the egocentric 7x7 view with occlusion,
+// and the fork's text descriptions of that view.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "envs/babyai/grid.h"
+
+namespace turnrl::envs::babyai {
+
+enum Action : int { kTurnLeft = 0, kTurnRight = 1, kForward = 2, kPickup = 3, kDrop = 4, kToggle = 5 };
+
+inline constexpr int kViewSize = 7;
+/** The agent's cell in its own view. */
+inline constexpr Pos kViewAgent = {kViewSize / 2, kViewSize - 1};
+
+/** The 7x7 view, indexed [x][y] in view coordinates (agent at kViewAgent, looking up). */
+using ViewImage = std::array<std::array<CellCode, kViewSize>, kViewSize>;
+
+struct World {
+  Grid grid;
+  std::vector<WorldObject> objects;
+  Pos agent_pos;
+  int agent_dir = 0;
+  int16_t carrying = Grid::kEmpty;  // object index or kEmpty
+  int step_count = 0;
+  int max_steps = 0;
+
+  Pos front_pos() const { return {agent_pos.x + kDirVec[agent_dir].x, agent_pos.y + kDirVec[agent_dir].y}; }
+  /** Adds an object (not yet on the grid) and returns its index. */
+  int16_t add_object(ObjectType type, Color color);
+  /** Applies one Minigrid action (after step_count was incremented by the caller). */
+  void apply_action(int action);
+  ViewImage view() const;
+  /** The fork's `info["descriptions"]` for the current view. */
+  std::vector<std::string> descriptions() const;
+};
+
+}  // namespace turnrl::envs::babyai

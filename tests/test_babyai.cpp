@@ -1,0 +1,244 @@
+// BabyAI port: golden replay, the spec's worked examples, mechanics, random-playout invariants.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include <zlib.h>
+
+#include "envs/babyai/babyai_env.h"
+#include "envs/golden.h"
+#include "envs/registry.h"
+#include "test_util.h"
+
+using namespace turnrl::envs;
+using namespace turnrl::envs::babyai;
+
+namespace {
+
+const char* const kIds[] = {"babyai/goto", "babyai/pickup", "babyai/open", "babyai/putnext", "babyai/pick_up_seq_go_to"};
+
+std::vector<std::string> golden_files() {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(turnrl::test::shared_path("golden/babyai"))) {
+    if (entry.path().string().ends_with(".jsonl.gz")) files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+BabyAIEnv& as_babyai(Env& env) { return dynamic_cast<BabyAIEnv&>(env); }
+
+}  // namespace
+
+TEST_CASE("every public golden BabyAI episode replays exactly") {
+  const auto files = golden_files();
+  REQUIRE(files.size() == 5);
+  for (const auto& file : files) {
+    const ReplayReport report = replay_golden_file(file);
+    INFO(file);
+    if (report.first_mismatch) {
+      INFO("step " << report.first_mismatch->step << " field " << report.first_mismatch->field.path << " expected "
+                   << report.first_mismatch->field.expected << " got " << report.first_mismatch->field.got);
+      CHECK(false);
+    }
+    CHECK(report.episodes == 10);
+    CHECK(report.exact_episodes == report.episodes);
+  }
+}
+
+TEST_CASE("a corrupted golden record is reported at the right field") {
+  auto records = read_jsonl(golden_files().front());
+  records[5]["text"] = records[5]["text"].get<std::string>() + "x";
+  const std::string path = "/tmp/turnrl_babyai_corrupt.jsonl.gz";
+  gzFile out = gzopen(path.c_str(), "wb");
+  for (const auto& record : records) {
+    const std::string line = record.dump() + "\n";
+    gzwrite(out, line.data(), static_cast<unsigned>(line.size()));
+  }
+  gzclose(out);
+  const ReplayReport report = replay_golden_file(path);
+  REQUIRE(report.first_mismatch);
+  CHECK(report.first_mismatch->field.path == "text");
+  CHECK(report.first_mismatch->line == 6);
+  CHECK(report.exact_episodes == report.episodes - 1);
+}
+
+TEST_CASE("worked examples of the BALROG spec (section 7.1)") {
+  auto putnext = make_env("babyai/putnext");
+  putnext->reset(2);
+  CHECK(as_babyai(*putnext).level().mission == "put the yellow ball next to the red ball");
+  CHECK(putnext->max_steps() == 128);
+  CHECK(putnext->observe_text().long_term == "a wall 3 steps forward\na wall 2 steps left\na red ball 3 steps right and 1 step forward");
+  auto open = make_env("babyai/open");
+  open->reset(3);
+  CHECK(as_babyai(*open).level().mission == "open the yellow door");
+  CHECK(open->observe_text().long_term == "a wall 1 step right\na locked yellow door 4 steps forward");
+  auto seq = make_env("babyai/pick_up_seq_go_to");
+  seq->reset(4);
+  CHECK(as_babyai(*seq).level().mission == "go to the grey ball after you pick up the green box");
+  CHECK(seq->observe_text().long_term == "a wall 3 steps forward\na wall 3 steps right\na grey ball 3 steps left");
+  CHECK(seq->instruction_prompt().find("Your goal is to go to the grey ball after you pick up the green box. The") !=
+        std::string::npos);
+}
+
+TEST_CASE("door toggling, keys, pickup and drop") {
+  // Find an "open" level and walk the world by hand: a locked door needs its key.
+  BabyAIEnv env("babyai/open", Task::kOpen, 0);
+  env.reset(11);
+  World world = env.level().world;  // a copy to experiment on
+  int16_t door = -1, key = -1;
+  for (size_t i = 0; i < world.objects.size(); ++i) {
+    if (world.objects[i].type == ObjectType::kDoor) door = static_cast<int16_t>(i);
+    if (world.objects[i].type == ObjectType::kKey) key = static_cast<int16_t>(i);
+  }
+  REQUIRE(door >= 0);
+  REQUIRE(key >= 0);
+  const Pos door_pos = world.objects[door].cur_pos;
+  // Stand west of the door, facing east.
+  world.agent_pos = {door_pos.x - 1, door_pos.y};
+  world.agent_dir = 0;
+  world.apply_action(kToggle);
+  CHECK(world.objects[door].is_locked);
+  CHECK_FALSE(world.objects[door].is_open);
+  world.apply_action(kForward);
+  CHECK(world.agent_pos == Pos{door_pos.x - 1, door_pos.y});  // a closed door blocks
+  world.carrying = key;
+  world.grid.set(world.objects[key].cur_pos, Grid::kEmpty);
+  world.apply_action(kToggle);
+  CHECK(world.objects[door].is_open);
+  CHECK_FALSE(world.objects[door].is_locked);
+  CHECK(world.carrying == key);  // the key stays carried
+  world.apply_action(kToggle);
+  CHECK_FALSE(world.objects[door].is_open);  // an unlocked door toggles shut again
+  world.apply_action(kToggle);
+  world.apply_action(kForward);
+  CHECK(world.agent_pos == door_pos);  // an open door can be crossed
+  // Drop needs an empty front cell; pickup needs empty hands.
+  world.agent_dir = 2;
+  world.apply_action(kDrop);
+  CHECK(world.carrying == Grid::kEmpty);
+  CHECK(world.grid.at({door_pos.x - 1, door_pos.y}) == key);
+  CHECK(world.objects[key].cur_pos == Pos{door_pos.x - 1, door_pos.y});
+  world.apply_action(kPickup);
+  CHECK(world.carrying == key);
+  CHECK(world.objects[key].cur_pos == Pos{-1, -1});
+  CHECK(world.descriptions().front() == "You carry a " + std::string(color_name(world.objects[key].color)) + " key");
+}
+
+TEST_CASE("the view rotates with the agent and walls occlude") {
+  World world;
+  world.grid = Grid(8, 8);
+  world.grid.wall_rect({0, 0}, 8, 8);
+  const int16_t ball = world.add_object(ObjectType::kBall, Color::kBlue);
+  world.grid.set({5, 3}, ball);
+  world.objects[ball].cur_pos = {5, 3};
+  world.agent_pos = {3, 3};
+  world.agent_dir = 0;  // facing the ball, 2 cells ahead
+  // The ball ahead hides the wall behind it; the north wall is 3 to the left, the south one out of view.
+  CHECK(world.descriptions() ==
+        std::vector<std::string>{"You see a wall 3 steps left", "You see a blue ball 2 steps forward"});
+  world.agent_dir = 1;  // facing down: the ball is 2 to the left (east is left when facing south)
+  auto text = world.descriptions();
+  CHECK(std::find(text.begin(), text.end(), "You see a blue ball 2 steps left") != text.end());
+  world.agent_dir = 2;  // facing away: out of view
+  text = world.descriptions();
+  CHECK(std::none_of(text.begin(), text.end(), [](const std::string& line) { return line.find("ball") != std::string::npos; }));
+  // Behind a wall across the room the ball is unseen.
+  world.agent_dir = 0;
+  for (int y = 0; y < 8; ++y) world.grid.set({4, y}, Grid::kWall);
+  const ViewImage image = world.view();
+  CHECK(image[3][4].type == static_cast<uint8_t>(ObjectType::kUnseen));
+  CHECK(world.descriptions().front() == "You see a wall 1 step forward");
+}
+
+TEST_CASE("random playouts keep the invariants on held-out seeds") {
+  std::mt19937 rng(123);
+  for (const char* id : kIds) {
+    auto env = make_env(id);
+    auto twin = make_env(id);
+    for (uint64_t seed = 100000; seed < 100030; ++seed) {
+      env->reset(seed);
+      twin->reset(seed);
+      const Level& level = as_babyai(*env).level();
+      CHECK(level.mission == as_babyai(*twin).level().mission);
+      CHECK(level.instruction->surface(level.world) == level.mission);
+      CHECK(env->instruction_prompt() == twin->instruction_prompt());
+      for (int t = 1;; ++t) {
+        const int action = static_cast<int>(rng() % env->num_actions());
+        const StepResult a = env->step(action);
+        const StepResult b = twin->step(action);
+        CHECK(a.reward == b.reward);
+        CHECK(env->observe_text().long_term == twin->observe_text().long_term);
+        const World& world = level.world;
+        CHECK(world.step_count == t);
+        CHECK(a.reward >= 0.0);
+        CHECK(a.reward <= 1.0);
+        CHECK((a.reward > 0) == a.terminated);
+        CHECK(a.truncated == (t >= env->max_steps()));
+        const int16_t under = world.grid.at(world.agent_pos);
+        CHECK((under == Grid::kEmpty || (under >= 0 && world.objects[under].type == ObjectType::kDoor)));
+        for (size_t i = 0; i < world.objects.size(); ++i) {
+          const WorldObject& obj = world.objects[i];
+          if (static_cast<int16_t>(i) == world.carrying) {
+            CHECK(obj.cur_pos == Pos{-1, -1});
+          } else if (obj.type != ObjectType::kBox) {  // a toggled box leaves the grid
+            CHECK(world.grid.at(obj.cur_pos) == static_cast<int16_t>(i));
+          }
+        }
+        if (a.terminated || a.truncated) {
+          CHECK(env->progression() == (a.terminated ? 1.0 : 0.0));
+          break;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("num_dists adds distractors") {
+  auto plain = make_env("babyai/goto");
+  auto crowded = make_env("babyai/goto", {{"num_dists", 8}});
+  plain->reset(7);
+  crowded->reset(7);
+  CHECK(as_babyai(*plain).level().world.objects.size() == 1);
+  CHECK(as_babyai(*crowded).level().world.objects.size() == 9);
+  auto putnext = make_env("babyai/putnext", {{"num_dists", 8}});
+  putnext->reset(7);
+  CHECK(as_babyai(*putnext).level().world.objects.size() == 10);
+}
+
+TEST_CASE("bad input") {
+  auto env = make_env("babyai/goto");
+  CHECK_THROWS_AS(env->step(2), std::logic_error);
+  env->reset(0);
+  CHECK_THROWS_AS(env->step(6), std::out_of_range);
+  CHECK_THROWS_AS(env->step(-1), std::out_of_range);
+  CHECK_THROWS_AS(make_env("babyai/goto", {{"num_distractors", 3}}), std::invalid_argument);
+  CHECK_THROWS_AS(make_env("babyai/goto", {{"num_dists", -1}}), std::invalid_argument);
+  CHECK_THROWS_AS(make_env("babyai/gotoo"), std::invalid_argument);
+}
+
+TEST_CASE("turnrl replay and play on BabyAI") {
+  using turnrl::test::run_turnrl;
+  auto replay = run_turnrl("replay --golden '" + golden_files().front() + "'");
+  CHECK(replay.exit_code == 0);
+  CHECK(replay.output.find("10/10 episodes exact") != std::string::npos);
+
+  auto play = run_turnrl("play --env babyai/goto --seed 3", "go forward\nturn_left\nflap wings\n:grid\n:seed 5\n:reset\n:actions\n:quit\n");
+  CHECK(play.exit_code == 0);
+  CHECK(play.output.find("Your goal is to go to the red box.") != std::string::npos);
+  CHECK(play.output.find("Current Observation:\na wall 6 steps forward") != std::string::npos);
+  CHECK(play.output.find("action: turn left") != std::string::npos);
+  CHECK(play.output.find("action: go forward (default; 'flap wings' is not a valid action)") != std::string::npos);
+  CHECK(play.output.find("Defaulted to action: go forward") != std::string::npos);
+  CHECK(play.output.find("mission: go to the red box") != std::string::npos);
+  CHECK(play.output.find("seed 5") != std::string::npos);
+  CHECK(play.output.find("toggle: manipulate the object in front of you") != std::string::npos);
+  // End of input ends the session cleanly too.
+  CHECK(run_turnrl("play --env babyai/open --seed 1", "toggle\n").exit_code == 0);
+  auto bad = run_turnrl("play --env babyai/goto --env-option colour=red");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.output.find("unknown option 'colour'") != std::string::npos);
+}
