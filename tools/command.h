@@ -18,5 +18,6 @@ int run_replay(int argc, char** argv);
 int run_play(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_envs(int argc, char** argv);
+int run_tokenize(int argc, char** argv);
 
 }  // namespace turnrl::tools

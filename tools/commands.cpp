@@ -8,6 +8,7 @@ const std::vector<Command>& commands() {
       {"replay", "replay golden trajectories and compare every recorded field", run_replay},
       {"bench", "benchmarks (env stepping, ...)", run_bench},
       {"envs", "list the registered environment ids", run_envs},
+      {"tokenize", "encode or decode JSON Lines with a Hugging Face tokenizer", run_tokenize},
   };
   return all;
 }
