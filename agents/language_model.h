@@ -1,0 +1,51 @@
+#pragma once
+// A causal language model for acting: batched generation with a KV cache and scoring of given
+// replies. Torch-free header (pimpl), so rollouts and tools include it cheaply.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/tokenizer.h"
+
+namespace turnrl::agents {
+
+struct SamplingParams {
+  float temperature = 1.0f;
+  int top_k = 0;         // 0: off
+  float top_p = 1.0f;    // 1: off
+  int max_new_tokens = 64;
+  bool greedy = false;
+  uint64_t seed = 0;
+};
+
+struct Generation {
+  std::vector<int32_t> ids;       // generated tokens, the stop token included when one was produced
+  std::vector<float> logprobs;    // log-probability of each token under the distribution it was sampled from
+  bool stopped = false;           // ended on a stop token (rather than max_new_tokens)
+};
+
+class LanguageModel {
+ public:
+  /** Loads a Hugging Face folder (config.json, model.safetensors or shards, tokenizer.json). */
+  static std::unique_ptr<LanguageModel> load(const std::string& dir, const std::string& device = "cpu");
+  ~LanguageModel();
+
+  /** Prompts of different lengths are left-padded into one batch. */
+  std::vector<Generation> generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& params);
+  /** Log-probabilities (temperature 1) of each response token after its prompt. */
+  std::vector<std::vector<float>> score(const std::vector<std::vector<int32_t>>& prompts,
+                                        const std::vector<std::vector<int32_t>>& responses);
+  void save(const std::string& dir);
+
+  const Tokenizer& tokenizer() const;
+  int64_t parameter_count() const;
+
+  struct Impl;
+
+ private:
+  explicit LanguageModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace turnrl::agents
