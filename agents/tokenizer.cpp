@@ -101,6 +101,7 @@ struct Tokenizer::Impl {
   int32_t unk_id = -1;
   bool nfc = false;
   std::unique_ptr<pcre2_code, RegexDeleter> split;
+  bool drop_gaps = false;  // Whitespace pre-tokenizers discard the text between matches
   struct Added {
     std::string text;
     int32_t id;
@@ -197,12 +198,12 @@ void Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<int32
   while (offset < segment.size()) {
     const int rc = pcre2_match(split.get(), subject, segment.size(), offset, 0, match, nullptr);
     if (rc < 0) {
-      encode_piece(segment.substr(offset), out);
+      if (!drop_gaps) encode_piece(segment.substr(offset), out);
       break;
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
     size_t start = ovector[0], end = ovector[1];
-    if (start > offset) encode_piece(segment.substr(offset, start - offset), out);
+    if (start > offset && !drop_gaps) encode_piece(segment.substr(offset, start - offset), out);
     if (end == start) {  // an empty match cannot make progress: take one byte
       end = start + 1;
     }
@@ -312,11 +313,18 @@ Tokenizer Tokenizer::load(const std::string& dir) {
         }
       } else if (step_type == "Whitespace") {
         pattern = R"(\w+|[^\w\s]+)";
+        impl->drop_gaps = true;
+      } else if (step_type == "WhitespaceSplit") {
+        pattern = R"(\S+)";
+        impl->drop_gaps = true;
       } else {
         throw std::runtime_error(path + ": pre-tokenizer '" + step_type + "' is not supported");
       }
     }
-    if (impl->model == Impl::Model::kWordLevel && pattern.empty()) pattern = R"(\S+)";
+    if (impl->model == Impl::Model::kWordLevel && pattern.empty()) {
+      pattern = R"(\S+)";
+      impl->drop_gaps = true;
+    }
     if (!pattern.empty()) {
       int error = 0;
       PCRE2_SIZE error_offset = 0;

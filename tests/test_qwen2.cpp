@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/language_model.h"
+#include "agents/model_presets.h"
 #include "agents/qwen2_model.h"
 #include "test_util.h"
 
@@ -144,6 +145,44 @@ TEST_CASE("scoring matches the forward pass and sampling is seeded") {
   // truncation gives values no larger than the truncated, renormalised ones.
   const auto rescored = lm->score({prompt}, {a[0].ids});
   for (size_t t = 0; t < a[0].ids.size(); ++t) CHECK(rescored[0][t] <= a[0].logprobs[t] + 1e-5f);
+}
+
+TEST_CASE("a missing or misshapen tensor is named") {
+  const std::string dir = "/tmp/turnrl_bad_model";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(folder("tiny-qwen2-untied") + "/config.json", dir + "/config.json");
+  auto tensors = load_qwen2(folder("tiny-qwen2-untied"), false, torch::kCPU)->weights_to_write();
+  auto without = tensors;
+  without.erase(std::remove_if(without.begin(), without.end(), [](const auto& t) { return t.name == "lm_head.weight"; }), without.end());
+  write_safetensors(dir + "/model.safetensors", without);
+  CHECK_THROWS_WITH_AS(load_qwen2(dir, false, torch::kCPU), doctest::Contains("missing tensor 'lm_head.weight'"), std::runtime_error);
+  for (auto& t : tensors) {
+    if (t.name == "model.norm.weight") {
+      t.shape = {32};
+      t.data.resize(32 * 4);
+    }
+  }
+  write_safetensors(dir + "/model.safetensors", tensors);
+  CHECK_THROWS_WITH_AS(load_qwen2(dir, false, torch::kCPU), doctest::Contains("'model.norm.weight' has shape"), std::runtime_error);
+  std::filesystem::remove(dir + "/model.safetensors");
+  CHECK_THROWS_WITH_AS(load_qwen2(dir, false, torch::kCPU), doctest::Contains("no model.safetensors"), std::runtime_error);
+}
+
+TEST_CASE("the tiny preset encodes BabyAI prompts without unknown words") {
+  const std::string dir = "/tmp/turnrl_tiny_preset";
+  std::filesystem::remove_all(dir);
+  write_new_model("tiny", dir, 1, "");
+  auto lm = LanguageModel::load(dir);
+  const Tokenizer& tok = lm->tokenizer();
+  const std::string text =
+      "You are an agent playing a simple navigation game. Your goal is to put the red ball next to a blue key. "
+      "Current Observation:\na wall 3 steps forward\na locked yellow door 2 steps left and 1 step forward\n"
+      "You carry a grey box";
+  const auto ids = tok.encode_chat({{"user", text}, {"assistant", "turn left"}}, true);
+  CHECK(std::find(ids.begin(), ids.end(), tok.token_id("<unk>")) == ids.end());
+  CHECK(lm->parameter_count() < 200000);
+  CHECK(tok.stop_ids() == std::vector<int32_t>{tok.token_id("<|im_end|>")});
 }
 
 TEST_CASE("save and reload round-trips the weights") {

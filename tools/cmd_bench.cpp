@@ -19,6 +19,7 @@ struct Benchmark {
 
 const Benchmark kBenchmarks[] = {
     {"env", "single-thread env steps/s with text observations, resets included", bench_env},
+    {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
 };
 
 void print_usage() {

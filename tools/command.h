@@ -19,5 +19,7 @@ int run_play(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_envs(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
+int run_new_model(int argc, char** argv);
+int run_generate(int argc, char** argv);
 
 }  // namespace turnrl::tools

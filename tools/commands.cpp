@@ -9,6 +9,8 @@ const std::vector<Command>& commands() {
       {"bench", "benchmarks (env stepping, ...)", run_bench},
       {"envs", "list the registered environment ids", run_envs},
       {"tokenize", "encode or decode JSON Lines with a Hugging Face tokenizer", run_tokenize},
+      {"new-model", "write a randomly initialised model folder from a preset", run_new_model},
+      {"generate", "generate a reply with a model folder (a quick check)", run_generate},
   };
   return all;
 }

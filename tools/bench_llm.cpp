@@ -1,0 +1,172 @@
+// Model-side speed in one run: BLAS and its float32 matmul peak, tokenizer MB/s, generation
+// tokens/s, and the forward pass's share of the matmul peak (tiny preset and a 0.5B shape).
+#include <dlfcn.h>
+#include <link.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/model_presets.h"
+#include "agents/qwen2_model.h"
+#include "agents/tokenizer.h"
+#include "tools/bench.h"
+#include "tools/cli.h"
+
+namespace turnrl::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+/** Shared libraries with "blas" in their name that this process has loaded. */
+std::string loaded_blas() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        const std::string name = info->dlpi_name ? info->dlpi_name : "";
+        if (name.find("blas") != std::string::npos) {
+          std::error_code ec;
+          const auto resolved = std::filesystem::canonical(name, ec);
+          static_cast<std::set<std::string>*>(data)->insert(ec ? name : resolved.string());
+        }
+        return 0;
+      },
+      &names);
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out.empty() ? "(none found)" : out;
+}
+
+double matmul_peak_gflops(int n, int repeats) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
+  torch::Tensor c = torch::mm(a, b);  // warm-up
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    c = torch::mm(a, b);
+    best = std::max(best, 2.0 * n * n * n / seconds_since(start) / 1e9);
+  }
+  return best;
+}
+
+double tokenizer_mb_per_s(const std::string& dir, const std::vector<std::string>& texts, int repeats) {
+  size_t bytes = 0;
+  for (const auto& text : texts) bytes += text.size();
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const agents::Tokenizer tokenizer = agents::Tokenizer::load(dir);  // cold word cache every run
+    size_t tokens = 0;
+    const auto start = Clock::now();
+    for (const auto& text : texts) tokens += tokenizer.encode(text).size();
+    best = std::max(best, bytes / seconds_since(start) / 1e6);
+    if (tokens == 0) return 0;
+  }
+  return best;
+}
+
+struct ModelFigures {
+  int64_t params = 0;
+  double forward_gflops = 0;
+  double generate_tokens_per_s = 0;
+};
+
+/** Prefill forward of batch x length, and sampled generation with the KV cache, on random weights. */
+ModelFigures measure_model(const agents::ModelConfig& config, int batch, int length, int new_tokens) {
+  torch::NoGradGuard no_grad;
+  agents::Qwen2Model model(config, false);
+  model->eval();
+  ModelFigures figures;
+  for (const auto& p : model->parameters()) figures.params += p.numel();
+  const torch::Tensor ids = torch::randint(config.vocab_size, {batch, length}, torch::kInt64);
+  const torch::Tensor positions = torch::arange(length).repeat({batch, 1});
+  const torch::Tensor mask = torch::ones({batch, length}, torch::kBool);
+  model->logits(model->forward(ids, positions, mask));  // warm-up
+  const auto start = Clock::now();
+  model->logits(model->forward(ids, positions, mask));
+  const double forward_seconds = seconds_since(start);
+  // Matmul FLOPs: every non-embedding weight (twice per token), the output head, attention scores and mixing.
+  const double h = config.hidden_size, tokens = static_cast<double>(batch) * length;
+  const double layer_weights = h * (config.num_attention_heads * config.head_dim()) * 2 +
+                               h * (config.num_key_value_heads * config.head_dim()) * 2 + 3.0 * h * config.intermediate_size;
+  const double flops = 2.0 * tokens * (config.num_hidden_layers * layer_weights + h * config.vocab_size) +
+                       4.0 * batch * static_cast<double>(length) * length * config.num_attention_heads * config.head_dim() *
+                           config.num_hidden_layers;
+  figures.forward_gflops = flops / forward_seconds / 1e9;
+
+  agents::KVCache cache;
+  const auto gen_start = Clock::now();
+  torch::Tensor hidden = model->forward(ids, positions, mask, &cache);
+  torch::Tensor key_mask = mask;
+  torch::Tensor next = torch::softmax(model->logits(hidden.select(1, length - 1)), -1).multinomial(1);
+  for (int t = 1; t < new_tokens; ++t) {
+    key_mask = torch::cat({key_mask, torch::ones({batch, 1}, torch::kBool)}, 1);
+    hidden = model->forward(next, torch::full({batch, 1}, length + t - 1, torch::kInt64), key_mask, &cache);
+    next = torch::softmax(model->logits(hidden.select(1, 0)), -1).multinomial(1);
+  }
+  figures.generate_tokens_per_s = static_cast<double>(batch) * new_tokens / seconds_since(gen_start);
+  return figures;
+}
+
+}  // namespace
+
+int bench_llm(int argc, char** argv) {
+  CLI::App app{"Model-side throughput: BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak",
+               "turnrl bench llm"};
+  std::string tokenizer_dir = "../shared/tokenizers/qwen";
+  bool skip_large = false;
+  int threads = 0;
+  app.add_option("--tokenizer", tokenizer_dir, "folder with tokenizer.json and golden_encode.jsonl")->capture_default_str();
+  app.add_flag("--skip-large", skip_large, "skip the 0.5B-class configuration");
+  app.add_option("--threads", threads, "torch threads (0 = torch's default)");
+  if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  if (threads > 0) torch::set_num_threads(threads);
+
+  nlohmann::json report;
+  report["blas"] = loaded_blas();
+  report["torch_threads"] = torch::get_num_threads();
+  const double peak = matmul_peak_gflops(1024, 10);
+  report["matmul_peak_gflops"] = peak;
+  std::printf("BLAS: %s (%d threads)\nfloat32 1024x1024 matmul peak: %.1f GFLOP/s\n", report["blas"].get<std::string>().c_str(),
+              torch::get_num_threads(), peak);
+
+  std::vector<std::string> texts;
+  std::ifstream corpus(tokenizer_dir + "/golden_encode.jsonl");
+  for (std::string line; std::getline(corpus, line);) {
+    if (!line.empty()) texts.push_back(nlohmann::json::parse(line)["text"].get<std::string>());
+  }
+  if (!texts.empty()) {
+    const double mbps = tokenizer_mb_per_s(tokenizer_dir, texts, 5);
+    constexpr double kReferenceMbps = 0.66;  // the independent reference implementation (issue figure)
+    report["tokenizer_mb_per_s"] = mbps;
+    std::printf("tokenizer (1 thread, cold cache, %zu texts): %.2f MB/s  vs reference %.2f MB/s  (%.1fx)\n", texts.size(),
+                mbps, kReferenceMbps, mbps / kReferenceMbps);
+  }
+
+  struct Case {
+    const char* preset;
+    int batch, length, new_tokens;
+  };
+  std::vector<Case> cases = {{"tiny", 32, 128, 32}};
+  if (!skip_large) cases.push_back({"qwen2.5-0.5b", 4, 256, 16});
+  for (const Case& c : cases) {
+    const ModelFigures figures = measure_model(agents::preset_config(c.preset), c.batch, c.length, c.new_tokens);
+    report[c.preset] = {{"params", figures.params},
+                        {"forward_gflops", figures.forward_gflops},
+                        {"forward_fraction_of_peak", figures.forward_gflops / peak},
+                        {"generate_tokens_per_s", figures.generate_tokens_per_s}};
+    std::printf("%-13s %11lld params  forward %dx%d: %7.1f GFLOP/s = %5.1f%% of peak   generation: %8.1f tokens/s\n", c.preset,
+                static_cast<long long>(figures.params), c.batch, c.length, figures.forward_gflops, 100 * figures.forward_gflops / peak,
+                figures.generate_tokens_per_s);
+  }
+  std::printf("%s\n", report.dump().c_str());
+  return 0;
+}
+
+}  // namespace turnrl::tools

@@ -1,0 +1,23 @@
+#include <cstdio>
+
+#include "agents/model_presets.h"
+#include "tools/cli.h"
+#include "tools/command.h"
+
+namespace turnrl::tools {
+
+int run_new_model(int argc, char** argv) {
+  CLI::App app{"Write a randomly initialised model folder (config.json, model.safetensors, tokenizer)", "turnrl new-model"};
+  std::string preset = "tiny", out, tokenizer;
+  uint64_t seed = 0;
+  app.add_option("--preset", preset, "tiny or qwen2.5-0.5b")->check(CLI::IsMember(agents::preset_names()))->capture_default_str();
+  app.add_option("--out", out, "output folder")->required();
+  app.add_option("--seed", seed, "initialisation seed")->capture_default_str();
+  app.add_option("--tokenizer", tokenizer, "copy tokenizer.json/tokenizer_config.json from this folder")->check(CLI::ExistingDirectory);
+  if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  agents::write_new_model(preset, out, seed, tokenizer);
+  std::printf("wrote %s (preset %s, seed %llu)\n", out.c_str(), preset.c_str(), static_cast<unsigned long long>(seed));
+  return 0;
+}
+
+}  // namespace turnrl::tools
