@@ -17,6 +17,9 @@ struct SamplingParams {
   int max_new_tokens = 64;
   bool greedy = false;
   uint64_t seed = 0;
+  /** When non-empty, the policy is restricted to these tokens (constrained decoding); scoring
+   *  with the same list gives the log-probs of that restricted policy. */
+  std::vector<int32_t> allowed_tokens;
 };
 
 struct Generation {
@@ -35,7 +38,8 @@ class LanguageModel {
   std::vector<Generation> generate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& params);
   /** Log-probabilities (temperature 1) of each response token after its prompt. */
   std::vector<std::vector<float>> score(const std::vector<std::vector<int32_t>>& prompts,
-                                        const std::vector<std::vector<int32_t>>& responses);
+                                        const std::vector<std::vector<int32_t>>& responses,
+                                        const std::vector<int32_t>& allowed_tokens = {});
   void save(const std::string& dir);
 
   const Tokenizer& tokenizer() const;
