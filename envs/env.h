@@ -60,6 +60,8 @@ class Env {
 
   /** Turn limit of the current episode as BALROG runs it. */
   virtual int max_steps() const = 0;
+  /** The episode's goal in a few words (BabyAI's mission); empty where the env has none. */
+  virtual std::string goal() const { return {}; }
   /** The first user message BALROG sends for the current episode. */
   virtual std::string instruction_prompt() const = 0;
   virtual TextObservation observe_text() const = 0;

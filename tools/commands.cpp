@@ -4,6 +4,7 @@ namespace turnrl::tools {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
+      {"train", "train a policy with turn-level PPO from a YAML config", run_train},
       {"play", "play an environment by hand, seeing exactly what an LLM sees", run_play},
       {"replay", "replay golden trajectories and compare every recorded field", run_replay},
       {"bench", "benchmarks (env stepping, ...)", run_bench},

@@ -22,6 +22,7 @@ class BabyAIEnv final : public Env {
   int default_action() const override { return kForward; }
   const ActionTextRules& text_rules() const override;
   int max_steps() const override { return level_.world.max_steps; }
+  std::string goal() const override { return level_.mission; }
   std::string instruction_prompt() const override;
   TextObservation observe_text() const override;
   std::string render_ascii() const override;

@@ -1,0 +1,158 @@
+// Advantage estimators and PPO losses against hand-computed tables; config validation.
+#include "torch_doctest.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "trainer/advantages.h"
+#include "trainer/ppo_loss.h"
+#include "trainer/train_config.h"
+#include "test_util.h"
+
+using namespace turnrl::trainer;
+
+TEST_CASE("dual-discount GAE reproduces the worked example of verlog.md 6.3") {
+  std::vector<TurnSignals> turns(3);
+  turns[0] = {{0.50f, 0.55f, 0.60f}, {0, 0, 0}, false};
+  turns[1] = {{0.70f, 0.75f, 0.80f}, {0, 1, 0}, true};
+  turns[2] = {{0.30f, 0.35f, 0.40f}, {0, 0, 0}, false};
+  const auto out = dual_discount_gae(turns, 0.45f, GaeParams{0.99, 0.95, 1.0, 1.0});
+  const std::vector<std::vector<float>> advantages = {{0.47515f, 0.42515f, 0.37515f}, {0.30f, 0.25f, -0.80f}, {0.1455f, 0.0955f, 0.0455f}};
+  const std::vector<std::vector<float>> returns = {{0.97515f, 0.97515f, 0.97515f}, {1.0f, 1.0f, 0.0f}, {0.4455f, 0.4455f, 0.4455f}};
+  for (int t = 0; t < 3; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      CHECK(out[t].advantages[k] == doctest::Approx(advantages[t][k]).epsilon(1e-5));
+      CHECK(out[t].returns[k] == doctest::Approx(returns[t][k]).epsilon(1e-5));
+    }
+  }
+  // The actor's positions (k = 0, 1 of each turn), whitened: the spec's table.
+  std::vector<float> actor = {out[0].advantages[0], out[0].advantages[1], out[1].advantages[0],
+                              out[1].advantages[1], out[2].advantages[0], out[2].advantages[1]};
+  std::vector<float*> entries;
+  for (float& x : actor) entries.push_back(&x);
+  whiten(entries);
+  const std::vector<float> whitened = {1.288f, 0.955f, 0.121f, -0.213f, -0.909f, -1.242f};
+  for (size_t i = 0; i < actor.size(); ++i) CHECK(actor[i] == doctest::Approx(whitened[i]).epsilon(2e-3));
+}
+
+TEST_CASE("GAE with token discounting and without bootstrap") {
+  // One turn, two response tokens, token gamma 0.5, reward 1 on the last token, episode ends.
+  const auto out = dual_discount_gae({{{0.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}, true}}, std::nullopt, GaeParams{0.99, 0.95, 0.5, 1.0});
+  // k=2: delta = 0 (terminal) -> 0; k=1: delta = 1 + 0.5*0 - 0 = 1, A = 1 + 0.5*1*0 = 1; k=0: A = 0 + 0.5*1 = 0.5
+  CHECK(out[0].advantages == std::vector<float>{0.5f, 1.0f, 0.0f});
+  // A bootstrap value is ignored after a done turn.
+  const auto same = dual_discount_gae({{{0.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}, true}}, 5.0f, GaeParams{0.99, 0.95, 0.5, 1.0});
+  CHECK(same[0].advantages == out[0].advantages);
+  CHECK_THROWS_AS(dual_discount_gae({{{0.0f}, {0.0f, 1.0f}, false}}, std::nullopt, GaeParams{}), std::invalid_argument);
+}
+
+TEST_CASE("group estimators on four samples of lengths 3, 2, 4, 3") {
+  const TokenRewards rewards = {{0.1f, 0.2f, 0.9f}, {0.0f, 0.3f}, {0.2f, 0.1f, 0.0f, 0.4f}, {0.5f, 0.1f, 0.3f}};
+  // Pooled token mean: 3.1 / 12 = 0.258; per-sample means 0.4, 0.15, 0.175, 0.3: the leave-one-out
+  // baseline of sample 1 is (0.15 + 0.175 + 0.3) / 3 = 0.2083; of sample 2 it is 0.2917.
+  const TokenRewards tg = token_grpo(rewards);
+  double pooled = 0;
+  int count = 0;
+  for (const auto& row : rewards) {
+    for (float x : row) {
+      pooled += x;
+      ++count;
+    }
+  }
+  CHECK(pooled / count == doctest::Approx(0.2583).epsilon(1e-3));
+  // Token GRPO: normalised tokens summed from the end; the last token of sample 1 is (0.9 - 0.258)/std.
+  double var = 0;
+  for (const auto& row : rewards) {
+    for (float x : row) var += (x - pooled / count) * (x - pooled / count);
+  }
+  const double std = std::sqrt(var / (count - 1));
+  CHECK(tg[0][2] == doctest::Approx((0.9 - pooled / count) / std).epsilon(1e-4));
+  CHECK(tg[0][0] == doctest::Approx(((0.1 + 0.2 + 0.9) - 3 * pooled / count) / std).epsilon(1e-4));
+
+  const TokenRewards loo = rloo(rewards);
+  const double baseline0 = (0.15 + 0.175 + 0.3) / 3.0;
+  CHECK(loo[0][2] == doctest::Approx(0.9 - baseline0).epsilon(1e-5));
+  CHECK(loo[0][0] == doctest::Approx(1.2 - 3 * baseline0).epsilon(1e-5));
+  const double baseline1 = (0.4 + 0.175 + 0.3) / 3.0;
+  CHECK(loo[1][0] == doctest::Approx(0.3 - 2 * baseline1).epsilon(1e-5));
+
+  const TokenRewards g = grpo(rewards);
+  CHECK(g[0][0] == g[0][2]);  // one scalar per sample
+  CHECK(g[0][0] > 0);         // sample 0 has the largest total (1.2)
+  CHECK(g[1][0] < 0);
+
+  const TokenRewards rpp = reinforce_plus_plus({{0.0f, 1.0f}, {1.0f, 0.0f}}, 0.5);
+  // returns: [0.5, 1], [1, 0] -> whitened over the four values (mean 0.625)
+  CHECK(rpp[0][1] == doctest::Approx(rpp[1][0]));
+  CHECK(rpp[1][1] < rpp[0][0]);
+}
+
+TEST_CASE("clipped policy loss, dual clip and the clipped value loss") {
+  const torch::Tensor mask = torch::tensor({1, 1, 1, 0}, torch::kBool).view({1, 4});
+  const torch::Tensor old_lp = torch::zeros({1, 4});
+  // ratios e^0.5 (clipped to 1.2 for A>0), e^-0.5 (A>0: unclipped 0.607), e^1 with A<0 (dual clip 3)
+  const torch::Tensor lp = torch::tensor({0.5f, -0.5f, 1.0f, 9.0f}).view({1, 4});
+  const torch::Tensor adv = torch::tensor({1.0f, 1.0f, -1.0f, 5.0f}).view({1, 4});
+  const PolicyLoss pl = policy_loss(lp, old_lp, adv, mask, {0.2, 3.0});
+  const double e = std::exp(1.0);
+  // per token: -min(1.6487*1, 1.2*1) = -1.2; -min(0.6065, 0.8) = -0.6065; max(e, 1.2)=2.718 -> min(2.718, 3) = 2.718
+  CHECK(pl.loss.item<double>() == doctest::Approx((-1.2 - std::exp(-0.5) + e) / 3).epsilon(1e-5));
+  const torch::Tensor big = torch::tensor({0.0f, 0.0f, 2.0f, 0.0f}).view({1, 4});
+  const PolicyLoss dual = policy_loss(big, old_lp, adv, mask, {0.2, 3.0});
+  CHECK(dual.loss.item<double>() == doctest::Approx((-1.0 - 1.0 + 3.0) / 3).epsilon(1e-5));  // e^2 = 7.39 bounded by 3
+
+  const torch::Tensor values = torch::tensor({1.0f, 0.0f}).view({1, 2});
+  const torch::Tensor old_values = torch::tensor({0.0f, 0.0f}).view({1, 2});
+  const torch::Tensor returns = torch::tensor({0.0f, 1.0f}).view({1, 2});
+  const torch::Tensor vmask = torch::ones({1, 2}, torch::kBool);
+  const torch::Tensor weights = torch::tensor({3.0f, 1.0f}).view({1, 2});
+  // token 0: max((1-0)^2, (0.5-0)^2) = 1, weight 3; token 1: max(1, 1) = 1 -> 0.5 * (3 + 1) / 2
+  CHECK(value_loss(values, old_values, returns, vmask, weights, 0.5).item<double>() == doctest::Approx(1.0));
+}
+
+TEST_CASE("gradient clipping is applied") {
+  torch::nn::Linear layer(4, 4);
+  const torch::Tensor loss = (layer(torch::ones({2, 4})) * 1000).pow(2).sum();
+  loss.backward();
+  torch::nn::utils::clip_grad_norm_(layer->parameters(), 0.5);
+  double norm = 0;
+  for (const auto& p : layer->parameters()) norm += p.grad().pow(2).sum().item<double>();
+  CHECK(std::sqrt(norm) <= doctest::Approx(0.5).epsilon(1e-4));
+}
+
+namespace {
+
+std::string write_config(const std::string& name, const std::string& text) {
+  std::filesystem::create_directories("/tmp/turnrl_configs");
+  const std::string path = "/tmp/turnrl_configs/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("configs validate every key and name the file and line") {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TURNRL_SOURCE_DIR) + "/configs")) {
+    if (entry.path().filename().string().rfind("eval", 0) == 0) continue;  // eval sweeps have their own schema
+    INFO(entry.path().string());
+    CHECK_NOTHROW(TrainConfig::load(entry.path().string()));
+  }
+  const std::string base = "model:\n  path: /tmp/x\n";
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("a.yaml", base + "env:\n  n_env: 4\n  e_lenn: 3\n")),
+                       doctest::Contains("a.yaml:5: unknown key 'env.e_lenn'"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("b.yaml", base + "env:\n  e_len: 0\n")),
+                       doctest::Contains("b.yaml:4: key 'env.e_len' must be positive"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("c.yaml", base + "ppo:\n  clip: lots\n")),
+                       doctest::Contains("key 'ppo.clip' has the wrong type"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("d.yaml", "model:\n  device: cpu\n")),
+                       doctest::Contains("'model.path' is required"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("e.yaml", base + "trainer:\n  x: 1\n")),
+                       doctest::Contains("unknown section 'trainer'"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("f.yaml", base + "env:\n  prompt_format: fancy\n")),
+                       doctest::Contains("prompt_format"), std::invalid_argument);
+  CHECK_THROWS_AS(TrainConfig::load("/tmp/turnrl_configs/missing.yaml"), std::invalid_argument);
+  // A missing model folder without a preset is refused before any work starts.
+  auto result = turnrl::test::run_turnrl("train --config " + write_config("g.yaml", "model:\n  path: /tmp/no/such/model\n"));
+  CHECK(result.exit_code == 1);
+  CHECK(result.output.find("holds no model") != std::string::npos);
+}

@@ -1,0 +1,29 @@
+#include <spdlog/spdlog.h>
+
+#include "tools/cli.h"
+#include "tools/command.h"
+#include "trainer/ppo_trainer.h"
+
+namespace turnrl::tools {
+
+int run_train(int argc, char** argv) {
+  CLI::App app{"Train an LLM policy with turn-level PPO (see configs/*.yaml)", "turnrl train"};
+  std::string config_path, resume, out;
+  int iterations = 0;
+  double minutes = -1;
+  app.add_option("--config", config_path, "YAML config")->required()->check(CLI::ExistingFile);
+  app.add_option("--resume", resume, "continue from a checkpoint directory (RUN/checkpoint)")->check(CLI::ExistingDirectory);
+  app.add_option("--out", out, "override run.out");
+  app.add_option("--iterations", iterations, "override run.iterations")->check(CLI::PositiveNumber);
+  app.add_option("--minutes", minutes, "override run.minutes (0 = no limit)")->check(CLI::NonNegativeNumber);
+  if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  trainer::TrainConfig config = trainer::TrainConfig::load(config_path);
+  if (!out.empty()) config.run.out = out;
+  if (iterations > 0) config.run.iterations = iterations;
+  if (minutes >= 0) config.run.minutes = minutes;
+  trainer::PpoTrainer trainer(config, resume);
+  trainer.train();
+  return 0;
+}
+
+}  // namespace turnrl::tools

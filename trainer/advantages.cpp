@@ -1,0 +1,122 @@
+#include "trainer/advantages.h"
+
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace turnrl::trainer {
+
+std::vector<TurnTargets> dual_discount_gae(const std::vector<TurnSignals>& turns, std::optional<float> bootstrap,
+                                           const GaeParams& params) {
+  std::vector<TurnTargets> out(turns.size());
+  double gae = 0.0;
+  double next_value = bootstrap.value_or(0.0f);
+  for (size_t t = turns.size(); t-- > 0;) {
+    const TurnSignals& turn = turns[t];
+    if (turn.values.size() != turn.rewards.size() || turn.values.empty()) {
+      throw std::invalid_argument("dual_discount_gae: a turn needs as many values as rewards (L + 1 >= 1)");
+    }
+    double gamma = params.step_gamma, lambda = params.step_lambda;
+    double not_done = turn.done ? 0.0 : 1.0;
+    gae *= not_done;  // the chain never crosses an episode end
+    TurnTargets& target = out[t];
+    const size_t positions = turn.values.size();
+    target.advantages.resize(positions);
+    target.returns.resize(positions);
+    for (size_t k = positions; k-- > 0;) {
+      const double delta = turn.rewards[k] + gamma * next_value * not_done - turn.values[k];
+      gae = delta + gamma * lambda * gae;
+      target.advantages[k] = static_cast<float>(gae);
+      target.returns[k] = static_cast<float>(gae + turn.values[k]);
+      next_value = turn.values[k];
+      not_done = 1.0;
+      gamma = params.token_gamma;
+      lambda = params.token_lambda;
+    }
+  }
+  return out;
+}
+
+void whiten(std::vector<float*>& entries) {
+  if (entries.size() < 2) return;
+  double mean = 0.0;
+  for (const float* x : entries) mean += *x;
+  mean /= entries.size();
+  double var = 0.0;
+  for (const float* x : entries) var += (*x - mean) * (*x - mean);
+  const double std = std::sqrt(var / (entries.size() - 1));
+  for (float* x : entries) *x = static_cast<float>((*x - mean) / (std + 1e-8));
+}
+
+namespace {
+
+std::vector<float*> all_entries(TokenRewards& values) {
+  std::vector<float*> entries;
+  for (auto& row : values) {
+    for (float& x : row) entries.push_back(&x);
+  }
+  return entries;
+}
+
+void reverse_cumsum(TokenRewards& values) {
+  for (auto& row : values) {
+    for (size_t k = row.size(); k-- > 1;) row[k - 1] += row[k];
+  }
+}
+
+}  // namespace
+
+TokenRewards reinforce_plus_plus(const TokenRewards& rewards, double gamma) {
+  TokenRewards out = rewards;
+  for (auto& row : out) {
+    for (size_t k = row.size(); k-- > 1;) row[k - 1] = static_cast<float>(row[k - 1] + gamma * row[k]);
+  }
+  auto entries = all_entries(out);
+  whiten(entries);
+  return out;
+}
+
+TokenRewards grpo(const TokenRewards& rewards) {
+  std::vector<double> totals;
+  for (const auto& row : rewards) totals.push_back(std::accumulate(row.begin(), row.end(), 0.0));
+  const double mean = std::accumulate(totals.begin(), totals.end(), 0.0) / totals.size();
+  double var = 0.0;
+  for (double t : totals) var += (t - mean) * (t - mean);
+  const double std = totals.size() > 1 ? std::sqrt(var / (totals.size() - 1)) : 0.0;
+  TokenRewards out = rewards;
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (float& x : out[i]) x = static_cast<float>((totals[i] - mean) / (std + 1e-6));
+  }
+  return out;
+}
+
+TokenRewards token_grpo(const TokenRewards& rewards) {
+  TokenRewards out = rewards;
+  auto entries = all_entries(out);
+  double mean = 0.0;
+  for (const float* x : entries) mean += *x;
+  mean /= entries.size();
+  double var = 0.0;
+  for (const float* x : entries) var += (*x - mean) * (*x - mean);
+  const double std = entries.size() > 1 ? std::sqrt(var / (entries.size() - 1)) : 0.0;
+  for (float* x : entries) *x = static_cast<float>((*x - mean) / (std + 1e-6));
+  reverse_cumsum(out);
+  return out;
+}
+
+TokenRewards rloo(const TokenRewards& rewards) {
+  const size_t n = rewards.size();
+  if (n < 2) throw std::invalid_argument("rloo needs at least two samples per group");
+  std::vector<double> sample_means;
+  for (const auto& row : rewards) sample_means.push_back(row.empty() ? 0.0 : std::accumulate(row.begin(), row.end(), 0.0) / row.size());
+  const double total = std::accumulate(sample_means.begin(), sample_means.end(), 0.0);
+  TokenRewards out = rewards;
+  for (size_t i = 0; i < n; ++i) {
+    const double baseline = (total - sample_means[i]) / (n - 1);
+    for (float& x : out[i]) x = static_cast<float>(x - baseline);
+  }
+  reverse_cumsum(out);
+  return out;
+}
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,48 @@
+#pragma once
+// Advantage estimators over token-level rewards of multi-turn episodes (torch-free, so every
+// table is checkable by hand). Positions of a turn with L response tokens are k = 0..L:
+// the prompt end and the state after each generated token.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace turnrl::trainer {
+
+struct TurnSignals {
+  std::vector<float> values;   // L + 1 critic values
+  std::vector<float> rewards;  // L + 1 token rewards (env reward at L - 1, KL terms at 0..L-1)
+  bool done = false;           // the episode ended after this turn (no bootstrap across it)
+};
+
+struct TurnTargets {
+  std::vector<float> advantages;  // L + 1
+  std::vector<float> returns;     // L + 1 (advantage + value)
+};
+
+struct GaeParams {
+  double step_gamma = 0.99, step_lambda = 0.95;    // across turns
+  double token_gamma = 1.0, token_lambda = 1.0;    // within a turn
+};
+
+/**
+ * Verlog's dual-discount GAE for one env slot's turns in time order. `bootstrap` is V(s_{T+1})
+ * when the last episode was cut unfinished (ignored after a done turn).
+ */
+std::vector<TurnTargets> dual_discount_gae(const std::vector<TurnSignals>& turns, std::optional<float> bootstrap,
+                                           const GaeParams& params);
+
+/** Whitens in place: mean 0, unbiased std 1 (eps 1e-8) over all entries. */
+void whiten(std::vector<float*>& entries);
+
+/** Token-level estimators over a group of sampled responses to one prompt (rewards per token). */
+using TokenRewards = std::vector<std::vector<float>>;
+/** REINFORCE++: discounted return per token, whitened over the group. */
+TokenRewards reinforce_plus_plus(const TokenRewards& rewards, double gamma);
+/** GRPO: each sample's total reward normalised by the group mean/std, broadcast to its tokens. */
+TokenRewards grpo(const TokenRewards& rewards);
+/** Token-level GRPO: every token normalised by the group's pooled token mean/std, then reverse cumsum. */
+TokenRewards token_grpo(const TokenRewards& rewards);
+/** PRIME-style RLOO: per-sample token mean, leave-one-out baseline, then reverse cumulative sum. */
+TokenRewards rloo(const TokenRewards& rewards);
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,36 @@
+#include "trainer/ppo_loss.h"
+
+namespace turnrl::trainer {
+
+torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask) {
+  const torch::Tensor m = mask.to(x.scalar_type());
+  return (x * m).sum() / m.sum().clamp_min(1.0);
+}
+
+PolicyLoss policy_loss(const torch::Tensor& logprobs, const torch::Tensor& old_logprobs, const torch::Tensor& advantages,
+                       const torch::Tensor& mask, const PolicyLossParams& params) {
+  const torch::Tensor log_ratio = (logprobs - old_logprobs).masked_fill(mask.logical_not(), 0.0);
+  const torch::Tensor ratio = log_ratio.exp();
+  const torch::Tensor unclipped = -advantages * ratio;
+  const torch::Tensor clipped = -advantages * ratio.clamp(1.0 - params.clip, 1.0 + params.clip);
+  torch::Tensor loss = torch::max(unclipped, clipped);
+  if (params.dual_clip > 1.0) {
+    // For negative advantages the loss is also bounded by -dual_clip * A.
+    const torch::Tensor bounded = torch::min(loss, -advantages * params.dual_clip);
+    loss = torch::where(advantages < 0, bounded, loss);
+  }
+  PolicyLoss out;
+  out.loss = masked_mean(loss, mask);
+  out.clip_fraction = masked_mean((clipped > unclipped).to(torch::kFloat32), mask).detach();
+  out.approx_kl = masked_mean(-log_ratio, mask).detach();
+  return out;
+}
+
+torch::Tensor value_loss(const torch::Tensor& values, const torch::Tensor& old_values, const torch::Tensor& returns,
+                         const torch::Tensor& mask, const torch::Tensor& weights, double value_clip) {
+  const torch::Tensor clipped = old_values + (values - old_values).clamp(-value_clip, value_clip);
+  const torch::Tensor loss = torch::max((values - returns).pow(2), (clipped - returns).pow(2)) * weights;
+  return 0.5 * masked_mean(loss, mask);
+}
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,67 @@
+#pragma once
+// The training configuration: every key of the YAML file validated (unknown key, wrong type,
+// bad value -> std::invalid_argument naming the file, line and key) before any work starts.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace turnrl::trainer {
+
+struct TrainConfig {
+  struct Model {
+    std::string path;            // actor (and critic, reference) initialisation
+    std::string preset;          // when set and `path` has no model, `turnrl new-model` it first
+    std::string device = "cpu";
+    int threads = 2;
+  } model;
+  struct Env {
+    std::string id = "babyai/goto";
+    nlohmann::json options = nlohmann::json::object();
+    int n_env = 32;
+    int e_len = 16;
+    int history = 0;
+    std::string prompt_format = "compact";  // balrog | verlog | compact
+    std::string reply_format = "action-tag";  // action-tag | balrog
+    double invalid_penalty = -0.1;
+    std::string history_entry = "executed";  // raw | executed
+    bool binary_reward = true;
+    int prompt_budget = 1024;
+  } env;
+  struct Sampling {
+    double temperature = 1.0;
+    double top_p = 1.0;
+    int max_response_tokens = 1;
+    bool action_tokens_only = true;  // constrain decoding to the tokens of the action names
+  } sampling;
+  struct Ppo {
+    double actor_lr = 3e-4, critic_lr = 1e-3, weight_decay = 0.0;
+    double clip = 0.2, dual_clip = 3.0, value_clip = 0.5;
+    int epochs = 4, minibatch = 128;
+    double grad_clip = 0.5;
+    double kl_coef = 0.001, entropy_coef = 0.01;
+    double step_gamma = 0.99, step_lambda = 0.95, token_gamma = 1.0, token_lambda = 1.0;
+    std::string estimator = "gae";
+    double first_token_weight = 3.0;
+    int critic_warmup_iterations = 0;
+    int critic_warmup_multiplier = 1;
+  } ppo;
+  struct Run {
+    int iterations = 100;
+    double minutes = 0;  // 0 = no wall-clock limit
+    uint64_t seed = 0;
+    std::string out = "runs/train";
+    int checkpoint_every = 10;
+    int eval_every = 10;
+    int eval_episodes = 200;
+    uint64_t eval_seed = 100000;
+    uint64_t train_seed = 1000000;
+  } run;
+
+  /** Loads and validates; relative model paths resolve against the working directory. */
+  static TrainConfig load(const std::string& path);
+  /** The resolved configuration, as YAML text (saved beside checkpoints and metrics). */
+  std::string to_yaml() const;
+};
+
+}  // namespace turnrl::trainer
