@@ -18,6 +18,7 @@ void BabaIsAIEnv::generate() {
   target_plan_ = generate_level(config_, random, world_);
   world_.max_steps = max_steps_;
   progression_ = 0.0;
+  you_pos_ = you_position(world_).value();  // every generator writes "baba is you" and places baba
 }
 
 void BabaIsAIEnv::reset(uint64_t seed) {
@@ -36,8 +37,11 @@ StepResult BabaIsAIEnv::step(int action) {
   require_reset();
   const StepOutcome outcome = world_.step(action);
   if (outcome.done) progression_ = outcome.reward > 0 ? 1.0 : 0.0;
-  level_was_reset_ = !you_position(world_).has_value();
-  if (level_was_reset_) {
+  const std::optional<Pos> you = you_position(world_);
+  level_was_reset_ = !you.has_value();
+  if (you) {
+    you_pos_ = *you;
+  } else {
     // BALROG's text routine finds no "you" object and resets the env without a seed: the global
     // generator continues, step_count restarts and the episode goes on in the new level.
     rules_before_reset_ = rules_text(world_);
@@ -93,7 +97,7 @@ std::string BabaIsAIEnv::instruction_prompt() const {
 TextObservation BabaIsAIEnv::observe_text() const {
   require_reset();
   TextObservation text;
-  const std::string current = observation_text(world_, you_position(world_).value());
+  const std::string current = observation_text(world_, you_pos_);
   if (level_was_reset_) {
     // BALROG prints the rules of the broken level, then the Python repr of the new observation
     // (with memory addresses); we print the new observation's text in place of that repr.

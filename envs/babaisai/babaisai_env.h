@@ -52,6 +52,7 @@ class BabaIsAIEnv final : public Env {
   double progression_ = 0.0;
   bool has_reset_ = false;
   bool level_was_reset_ = false;
+  Pos you_pos_;  // BALROG's reference position for the text
   std::string rules_before_reset_;
   std::vector<RngCall>* trace_ = nullptr;
 };

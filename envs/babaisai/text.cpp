@@ -18,6 +18,34 @@ void append_distance(std::string& out, int signed_offset, std::string_view direc
   out += direction;
 }
 
+void append_objects(std::string& out, const World& world, Pos reference) {
+  bool first = true;
+  for (int k = 0; k < world.grid.cell_count(); ++k) {
+    const ObjectId id = world.grid.top(k);
+    if (id == kNoObject) continue;
+    const Object& o = world.objects[id];
+    // Only things other than baba, and rule blocks, are listed.
+    if (o.kind == Kind::kBorder || (o.kind == Kind::kThing && o.thing == Thing::kBaba)) continue;
+    if (!first) out += '\n';
+    first = false;
+    const Pos offset = world.grid.pos_of(k) - reference;
+    if (offset.x == 0 && offset.y == 0) continue;  // BALROG writes an empty line
+    if (o.kind == Kind::kThing) {
+      out += thing_display_name(o.thing);
+    } else {
+      out += "rule `";
+      out += word(o);
+      out += '`';
+    }
+    out += ' ';
+    if (offset.x > 0) append_distance(out, offset.x, "to the right");
+    if (offset.x < 0) append_distance(out, offset.x, "to the left");
+    if (offset.x != 0 && offset.y != 0) out += " and ";
+    if (offset.y > 0) append_distance(out, offset.y, "down");
+    if (offset.y < 0) append_distance(out, offset.y, "up");
+  }
+}
+
 }  // namespace
 
 std::string rules_text(const World& world) {
@@ -49,39 +77,17 @@ std::optional<Pos> you_position(const World& world) {
 
 std::string objects_text(const World& world, Pos reference) {
   std::string out;
-  bool first = true;
-  for (int k = 0; k < world.grid.cell_count(); ++k) {
-    const ObjectId id = world.grid.top(k);
-    if (id == kNoObject) continue;
-    const Object& o = world.objects[id];
-    // Only things other than baba, and rule blocks, are listed.
-    if (o.kind == Kind::kBorder || (o.kind == Kind::kThing && o.thing == Thing::kBaba)) continue;
-    if (!first) out += '\n';
-    first = false;
-    const Pos offset = world.grid.pos_of(k) - reference;
-    if (offset.x == 0 && offset.y == 0) continue;  // BALROG writes an empty line
-    if (o.kind == Kind::kThing) {
-      out += thing_display_name(o.thing);
-    } else {
-      out += "rule `";
-      out += word(o);
-      out += '`';
-    }
-    out += ' ';
-    if (offset.x > 0) append_distance(out, offset.x, "to the right");
-    if (offset.x < 0) append_distance(out, offset.x, "to the left");
-    if (offset.x != 0 && offset.y != 0) out += " and ";
-    if (offset.y > 0) append_distance(out, offset.y, "down");
-    if (offset.y < 0) append_distance(out, offset.y, "up");
-  }
+  append_objects(out, world, reference);
   return out;
 }
 
 std::string observation_text(const World& world, Pos reference) {
-  std::string out = "Active rules:\n";
+  std::string out;
+  out.reserve(4096);  // a two-room level's text is about 2 KB
+  out += "Active rules:\n";
   out += rules_text(world);
   out += "\n\nObjects on the map:\n";
-  out += objects_text(world, reference);
+  append_objects(out, world, reference);
   return out;
 }
 
