@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "envs/babaisai/babaisai_family.h"
 #include "envs/babyai/babyai_family.h"
 
 namespace turnrl::envs {
@@ -12,6 +13,7 @@ const std::vector<EnvFamily>& env_families() {
   static const std::vector<EnvFamily> families = [] {
     std::vector<EnvFamily> all;
     all.push_back(babyai::babyai_family());
+    all.push_back(babaisai::babaisai_family());
     return all;
   }();
   return families;
