@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envs/babyai/babyai_family.h"
+#include "envs/crafter/crafter_family.h"
 
 namespace turnrl::envs {
 
@@ -12,6 +13,7 @@ const std::vector<EnvFamily>& env_families() {
   static const std::vector<EnvFamily> families = [] {
     std::vector<EnvFamily> all;
     all.push_back(babyai::babyai_family());
+    all.push_back(crafter::crafter_family());
     return all;
   }();
   return families;
