@@ -19,6 +19,7 @@ struct Benchmark {
 
 const Benchmark kBenchmarks[] = {
     {"env", "single-thread env steps/s with text observations, resets included", bench_env},
+    {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
 };
 
 void print_usage() {

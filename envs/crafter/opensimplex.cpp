@@ -9,13 +9,20 @@ constexpr double kStretch = -1.0 / 6;
 constexpr double kSquish = 1.0 / 3;
 constexpr double kNorm = 103;
 
-constexpr int kGradients[72] = {
+// Doubles: Python multiplies an int gradient by a float, i.e. by the exactly converted double.
+constexpr double kGradients[72] = {
     -11, 4,  4,  -4, 11,  4,  -4, 4,  11,  11, 4,  4,  4,  11,  4,  4,  4,  11,  -11, -4, 4,  -4, -11, 4,
     -4,  -4, 11, 11, -4,  4,  4,  -11, 4,  4,  -4, 11, -11, 4,  -4, -4, 11, -4, -4,  4,  -11, 11, 4,  -4,
     4,   11, -4, 4,  4,   -11, -11, -4, -4, -4, -11, -4, -4, -4, -11, 11,  -4, -4, 4,  -11, -4, 4,  -4, -11};
 
 int64_t lcg(int64_t s) {
   return static_cast<int64_t>(static_cast<uint64_t>(s) * 6364136223846793005ULL + 1442695040888963407ULL);
+}
+
+/** math.floor for the small magnitudes noise sees, without a libm call. */
+int64_t floor_to_int(double v) {
+  const int64_t truncated = static_cast<int64_t>(v);
+  return v < static_cast<double>(truncated) ? truncated - 1 : truncated;
 }
 
 }  // namespace
@@ -48,9 +55,9 @@ double OpenSimplex::noise3(double x, double y, double z) const {
   const double ys = y + stretch_offset;
   const double zs = z + stretch_offset;
 
-  const int64_t xsb = static_cast<int64_t>(std::floor(xs));
-  const int64_t ysb = static_cast<int64_t>(std::floor(ys));
-  const int64_t zsb = static_cast<int64_t>(std::floor(zs));
+  const int64_t xsb = floor_to_int(xs);
+  const int64_t ysb = floor_to_int(ys);
+  const int64_t zsb = floor_to_int(zs);
 
   const double squish_offset = static_cast<double>(xsb + ysb + zsb) * kSquish;
   const double xb = xsb + squish_offset;

@@ -16,15 +16,26 @@ void World::reset(uint32_t seed) {
   live_dirty_ = false;
   chunks_.clear();
   const int chunks_x = (width_ + kChunkSize - 1) / kChunkSize;
-  const int chunks_y = (height_ + kChunkSize - 1) / kChunkSize;
-  chunk_lookup_.assign(static_cast<size_t>(chunks_x) * chunks_y, -1);
+  chunks_y_ = (height_ + kChunkSize - 1) / kChunkSize;
+  chunk_lookup_.assign(static_cast<size_t>(chunks_x) * chunks_y_, -1);
+  chunk_materials_.assign(chunk_lookup_.size(), {});
+  for (int x = 0; x < width_; ++x) {
+    for (int y = 0; y < height_; ++y) ++chunk_materials_[chunk_cell(x, y)][0];
+  }
+}
+
+void World::set_material(Pos p, Material m) {
+  Material& cell = materials_[index(p)];
+  auto& counts = chunk_materials_[chunk_cell(p.x, p.y)];
+  --counts[static_cast<int>(cell)];
+  ++counts[static_cast<int>(m)];
+  cell = m;
 }
 
 Chunk& World::chunk_for(Pos p) {
   const int cx = p.x / kChunkSize;
   const int cy = p.y / kChunkSize;
-  const int chunks_y = (height_ + kChunkSize - 1) / kChunkSize;
-  int& index = chunk_lookup_[cx * chunks_y + cy];
+  int& index = chunk_lookup_[chunk_cell(p.x, p.y)];
   if (index < 0) {
     index = static_cast<int>(chunks_.size());
     Chunk chunk;
@@ -83,14 +94,6 @@ const std::vector<int>& World::live_slots() {
     live_dirty_ = false;
   }
   return live_;
-}
-
-int World::count_in(const Chunk& chunk, Material m) const {
-  int count = 0;
-  for (int x = chunk.xmin; x < chunk.xmax; ++x) {
-    for (int y = chunk.ymin; y < chunk.ymax; ++y) count += materials_[x * height_ + y] == m;
-  }
-  return count;
 }
 
 std::vector<uint8_t> World::semantic_map() const {

@@ -1,6 +1,7 @@
 #pragma once
 // The Crafter world: material map, object slots, object map and the balancing chunks
 // (crafter/engine.py World), plus the world's single random stream.
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -52,7 +53,7 @@ class World {
   bool inside(Pos p) const { return p.x >= 0 && p.y >= 0 && p.x < width_ && p.y < height_; }
   /** kNone outside the map. */
   Material material(Pos p) const { return inside(p) ? materials_[index(p)] : Material::kNone; }
-  void set_material(Pos p, Material m) { materials_[index(p)] = m; }
+  void set_material(Pos p, Material m);
   /** Slot of the object at p, 0 for none or outside the map. */
   int object_at(Pos p) const { return inside(p) ? object_map_[index(p)] : 0; }
   bool is_free(Pos p, MaterialSet walkable) const { return object_at(p) == 0 && contains(walkable, material(p)); }
@@ -69,7 +70,10 @@ class World {
 
   /** Chunks in the order their keys were first used (Python dict insertion order). */
   const std::vector<Chunk>& chunks() const { return chunks_; }
-  int count_in(const Chunk& chunk, Material m) const;
+  /** Cells of material m in the chunk (objects ignored). */
+  int count_in(const Chunk& chunk, Material m) const {
+    return chunk_materials_[chunk_cell(chunk.xmin, chunk.ymin)][static_cast<int>(m)];
+  }
   /** Semantic map (objects over materials), byte x * height + y. */
   std::vector<uint8_t> semantic_map() const;
   /** numpy's [x - d : x + d + 1, y - d : y + d + 1] slice holds material m (negative starts: empty). */
@@ -81,6 +85,7 @@ class World {
  private:
   int index(Pos p) const { return p.x * height_ + p.y; }
   Chunk& chunk_for(Pos p);
+  int chunk_cell(int x, int y) const { return (x / kChunkSize) * chunks_y_ + y / kChunkSize; }
   static void insert_sorted(std::vector<int>& slots, int slot);
   static void erase(std::vector<int>& slots, int slot);
 
@@ -92,7 +97,10 @@ class World {
   std::vector<int> live_;
   bool live_dirty_ = false;
   std::vector<Chunk> chunks_;
+  int chunks_y_ = 0;
   std::vector<int> chunk_lookup_;  // chunk grid cell -> index into chunks_, -1 when unused
+  // Per chunk grid cell, how many cells hold each material (balancing reads these every 10 steps).
+  std::vector<std::array<int16_t, kNumMaterials>> chunk_materials_;
 };
 
 }  // namespace turnrl::envs::crafter
