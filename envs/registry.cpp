@@ -6,6 +6,7 @@
 
 #include "envs/babaisai/babaisai_family.h"
 #include "envs/babyai/babyai_family.h"
+#include "envs/crafter/crafter_family.h"
 
 namespace turnrl::envs {
 
@@ -14,6 +15,7 @@ const std::vector<EnvFamily>& env_families() {
     std::vector<EnvFamily> all;
     all.push_back(babyai::babyai_family());
     all.push_back(babaisai::babaisai_family());
+    all.push_back(crafter::crafter_family());
     return all;
   }();
   return families;

@@ -20,6 +20,7 @@ struct Benchmark {
 const Benchmark kBenchmarks[] = {
     {"env", "single-thread env steps/s with text observations, resets included", bench_env},
     {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
+    {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
 };
 
 void print_usage() {

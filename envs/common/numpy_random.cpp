@@ -136,11 +136,18 @@ void RandomState::seed_with(uint32_t seed) {
 }
 
 void RandomState::twist() {
+  // The standard MT19937 recurrence, split so that no index needs a modulo (skip32 calls this
+  // ~10 times per night-time Crafter step).
   constexpr int kShift = 397;
-  for (int i = 0; i < kStateWords; ++i) {
-    const uint32_t y = (key_[i] & 0x80000000U) | (key_[(i + 1) % kStateWords] & 0x7fffffffU);
-    key_[i] = key_[(i + kShift) % kStateWords] ^ (y >> 1) ^ ((y & 1U) ? 0x9908b0dfU : 0U);
-  }
+  constexpr int kSplit = kStateWords - kShift;
+  auto mix = [](uint32_t upper, uint32_t lower, uint32_t far) {
+    const uint32_t y = (upper & 0x80000000U) | (lower & 0x7fffffffU);
+    return far ^ (y >> 1) ^ ((y & 1U) ? 0x9908b0dfU : 0U);
+  };
+  int i = 0;
+  for (; i < kSplit; ++i) key_[i] = mix(key_[i], key_[i + 1], key_[i + kShift]);
+  for (; i < kStateWords - 1; ++i) key_[i] = mix(key_[i], key_[i + 1], key_[i - kSplit]);
+  key_[i] = mix(key_[i], key_[0], key_[i - kSplit]);
   pos_ = 0;
 }
 

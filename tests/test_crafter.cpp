@@ -1,0 +1,256 @@
+// Crafter port: golden replay (plain and BALROG text), OpenSimplex values from the Python
+// reference, mechanics, random-playout invariants on other seeds, bad input and the CLI.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include <zlib.h>
+
+#include "envs/action_parser.h"
+#include "envs/common/sha256.h"
+#include "envs/crafter/crafter_env.h"
+#include "envs/crafter/opensimplex.h"
+#include "envs/golden.h"
+#include "envs/registry.h"
+#include "test_util.h"
+
+using namespace turnrl::envs;
+using namespace turnrl::envs::crafter;
+
+namespace {
+
+std::vector<std::string> golden_files(const std::string& folder) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(turnrl::test::shared_path(folder))) {
+    if (entry.path().string().ends_with(".jsonl.gz")) files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void check_exact(const std::string& folder, size_t expected_files) {
+  const auto files = golden_files(folder);
+  REQUIRE(files.size() == expected_files);
+  for (const auto& file : files) {
+    const ReplayReport report = replay_golden_file(file);
+    INFO(file);
+    if (report.first_mismatch) {
+      INFO("line " << report.first_mismatch->line << " field " << report.first_mismatch->field.path << " expected "
+                   << report.first_mismatch->field.expected << " got " << report.first_mismatch->field.got);
+      CHECK(false);
+    }
+    CHECK(report.episodes >= 2);
+    CHECK(report.exact_episodes == report.episodes);
+  }
+}
+
+CrafterEnv& as_crafter(Env& env) { return dynamic_cast<CrafterEnv&>(env); }
+
+}  // namespace
+
+TEST_CASE("every golden Crafter episode replays exactly") {
+  check_exact("golden/crafter/public", 20);
+  check_exact("golden/crafter/scripted", 3);
+  check_exact("golden/crafter_text/public", 10);
+  check_exact("golden/crafter_text/feedback", 3);
+}
+
+TEST_CASE("a corrupted golden record is reported at the right field") {
+  auto records = read_jsonl(golden_files("golden/crafter/public").front());
+  records[7]["rng_draws"] = records[7]["rng_draws"].get<int64_t>() + 1;
+  const std::string path = "/tmp/turnrl_crafter_corrupt.jsonl.gz";
+  gzFile out = gzopen(path.c_str(), "wb");
+  for (const auto& record : records) {
+    const std::string line = record.dump() + "\n";
+    gzwrite(out, line.data(), static_cast<unsigned>(line.size()));
+  }
+  gzclose(out);
+  const ReplayReport report = replay_golden_file(path);
+  REQUIRE(report.first_mismatch);
+  CHECK(report.first_mismatch->line == 8);
+  CHECK(report.first_mismatch->field.path == "rng_draws");
+  CHECK(report.exact_episodes == report.episodes - 1);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("OpenSimplex noise3 equals opensimplex v0.3 bit for bit") {
+  struct Sample {
+    int64_t seed;
+    double x, y, z, value;
+  };
+  // Printed with repr() from /work/refsrc/opensimplex-v0.3 (OpenSimplex(seed).noise3d(x, y, z)).
+  const Sample samples[] = {
+      {0, 0.0, 0.0, 0.0, 1.1984697154842467e-66},
+      {0, 0.5, 1.25, 3.0, 0.3710342496234642},
+      {0, 12.3, 4.56, 7.0, 0.535304122215713},
+      {0, 42.0, 0.2, 8.0, -0.009647071188143766},
+      {0, 0.6666666666666666, 10.333333333333334, 1.0, -0.4133082167895109},
+      {0, 17.2, 39.8, 5.0, 0.005979638283270611},
+      {1256191933, 0.5, 1.25, 3.0, -0.27320983242324665},
+      {1256191933, 12.3, 4.56, 7.0, -0.3833472494594193},
+      {1256191933, 42.0, 0.2, 8.0, -0.5266614140588887},
+      {1256191933, 0.6666666666666666, 10.333333333333334, 1.0, 0.07158116338134247},
+      {1256191933, 17.2, 39.8, 5.0, -0.587917697477965},
+      {2147483646, 0.0, 0.0, 0.0, -1.843799562283456e-66},
+      {2147483646, 0.5, 1.25, 3.0, 0.10755981679415944},
+      {2147483646, 12.3, 4.56, 7.0, -0.19209264439724114},
+      {2147483646, 42.0, 0.2, 8.0, 0.36705324797187505},
+      {2147483646, 17.2, 39.8, 5.0, -0.2991137003328929},
+  };
+  for (const Sample& s : samples) {
+    INFO(s.seed << " " << s.x << " " << s.y << " " << s.z);
+    CHECK(OpenSimplex(s.seed).noise3(s.x, s.y, s.z) == s.value);
+  }
+}
+
+TEST_CASE("sha256 of known inputs") {
+  const std::string abc = "abc";
+  CHECK(sha256_hex(reinterpret_cast<const uint8_t*>(abc.data()), abc.size()) ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha256_hex(nullptr, 0) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  const std::string two_blocks(56, 'a');  // the padding needs a second block
+  CHECK(sha256_hex(reinterpret_cast<const uint8_t*>(two_blocks.data()), two_blocks.size()) ==
+        "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+}
+
+TEST_CASE("episode seeds, reset state and the BALROG no-op") {
+  auto env = make_env("crafter");
+  auto& crafter = as_crafter(*env);
+  crafter.reset_episode(0, 1);
+  CHECK(crafter.world_seed() == 1256191933u);  // hash((0, 1)) % (2**31 - 1), spec section 8
+  CHECK(crafter.episode_step() == 0);
+  CHECK(crafter.player_pos() == Pos{32, 32});
+  CHECK(crafter.player().facing == Pos{0, 1});
+  CHECK(crafter.player().health() == 9);
+  CHECK(crafter.world().random.draws() == 14639u);  // golden/crafter/public/seed_0 reset record
+  auto balrog = make_env("crafter/balrog");
+  balrog->reset(0);
+  CHECK(as_crafter(*balrog).episode_step() == 1);
+  CHECK(as_crafter(*balrog).world().random.draws() == 14673u);
+  CHECK(balrog->max_steps() == 2000);
+  CHECK(env->max_steps() == 10000);
+}
+
+TEST_CASE("mechanics: sleeping at full energy, facing, crafting without a table, night draws") {
+  auto env = make_env("crafter");
+  auto& crafter = as_crafter(*env);
+  crafter.reset(3);
+  const World& world = crafter.world();
+  // Sleeping while energy is full does nothing; the noop ages the counters by one.
+  env->step(action::kSleep);
+  CHECK_FALSE(crafter.player().sleeping);
+  CHECK(crafter.player().hunger == 1.0);
+  // Facing changes even when the move is blocked.
+  env->step(action::kMoveLeft);
+  CHECK(crafter.player().facing == Pos{-1, 0});
+  // Crafting without a table fails silently.
+  env->step(action::kMakeWoodPickaxe);
+  CHECK(crafter.player().inventory[item::kWoodPickaxe] == 0);
+  // Night steps consume exactly 6174 outputs for rendering (plus creature draws).
+  while (crafter.episode_step() < 147 && !crafter.crafter_done()) env->step(action::kNoop);
+  if (!crafter.crafter_done()) {
+    const uint64_t before = world.random.draws();
+    env->step(action::kNoop);
+    CHECK(world.daylight < 0.5);
+    CHECK(world.random.draws() - before >= 6174u);
+  }
+}
+
+TEST_CASE("random playouts keep the invariants on other seeds") {
+  std::mt19937 rng(99);
+  for (const char* id : {"crafter", "crafter/balrog"}) {
+    auto env = make_env(id);
+    auto twin = make_env(id);
+    for (uint64_t seed = 5000; seed < 5004; ++seed) {
+      env->reset(seed);
+      twin->reset(seed);
+      auto& a = as_crafter(*env);
+      for (int t = 0; t < 400; ++t) {
+        const int action = static_cast<int>(rng() % env->num_actions());
+        const StepResult ra = env->step(action);
+        const StepResult rb = twin->step(action);
+        CHECK(ra.reward == rb.reward);
+        CHECK(a.semantic_map() == as_crafter(*twin).semantic_map());
+        const Player& p = a.player();
+        for (int v : p.inventory) {
+          CHECK(v >= 0);
+          CHECK(v <= 9);
+        }
+        const Pos pos = a.player_pos();
+        CHECK(a.world().object_at(pos) == World::kPlayerSlot);
+        CHECK(a.world().material(pos) != Material::kNone);
+        CHECK(contains(kPlayerWalkable, a.world().material(pos)));
+        CHECK(a.world().daylight >= 0.0);
+        CHECK(a.world().daylight <= 1.0);
+        CHECK(env->progression() >= 0.0);
+        CHECK(env->progression() <= 1.0);
+        const TextObservation text = env->observe_text();
+        CHECK(text.short_term.starts_with("Your status:\n- health: "));
+        CHECK(text.long_term.find("at your front.") != std::string::npos);
+        if (ra.terminated || ra.truncated) {
+          CHECK(p.health() <= 0);
+          break;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("text rules translate Verlog's synonyms") {
+  auto env = make_env("crafter");
+  std::mt19937_64 rng(1);
+  CHECK(parse_action("ACTION: move west.", *env, ReplyFormat::kActionTag, rng).action == action::kMoveLeft);
+  CHECK(parse_action("ACTION: chop tree\nmore", *env, ReplyFormat::kActionTag, rng).action == action::kDo);
+  CHECK(parse_action("ACTION: make crafting table", *env, ReplyFormat::kActionTag, rng).action == action::kPlaceTable);
+  const int diagonal = parse_action("ACTION: move north-west", *env, ReplyFormat::kActionTag, rng).action;
+  CHECK((diagonal == action::kMoveUp || diagonal == action::kMoveLeft));
+  const ParsedAction invalid = parse_action("ACTION: fly", *env, ReplyFormat::kActionTag, rng);
+  CHECK_FALSE(invalid.valid);
+  CHECK(invalid.action == env->default_action());
+  CHECK(env->actions()[env->default_action()].name == "Noop");
+}
+
+TEST_CASE("bad input") {
+  auto env = make_env("crafter");
+  CHECK_THROWS_AS(env->step(0), std::logic_error);
+  CHECK_THROWS_AS(env->observe_text(), std::logic_error);
+  env->reset(0);
+  CHECK_THROWS_AS(env->step(17), std::out_of_range);
+  CHECK_THROWS_AS(env->step(-1), std::out_of_range);
+  CHECK_THROWS_AS(make_env("crafter", {{"length", -1}}), std::invalid_argument);
+  CHECK_THROWS_AS(make_env("crafter", {{"lenght", 5}}), std::invalid_argument);
+  CHECK_THROWS_AS(make_env("crafter", {{"area", {64}}}), std::invalid_argument);
+  CHECK_THROWS_AS(make_env("crafter/hard"), std::invalid_argument);
+  try {
+    make_env("crafter/balrog", {{"colour", 1}});
+    CHECK(false);
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("'colour'") != std::string::npos);
+  }
+  // A short length ends the episode as a truncation.
+  auto short_env = make_env("crafter", {{"length", 3}, {"area", {32, 32}}});
+  short_env->reset(1);
+  short_env->step(0);
+  short_env->step(0);
+  const StepResult last = short_env->step(0);
+  CHECK((last.truncated || last.terminated));
+}
+
+TEST_CASE("turnrl replay, play and bench on Crafter") {
+  using turnrl::test::run_turnrl;
+  auto replay = run_turnrl("replay --golden '" + golden_files("golden/crafter_text/feedback").front() + "'");
+  CHECK(replay.exit_code == 0);
+  CHECK(replay.output.find("2/2 episodes exact") != std::string::npos);
+  auto play = run_turnrl("play --env crafter/balrog --seed 0", "Do\nflap wings\n:quit\n");
+  CHECK(play.exit_code == 0);
+  CHECK(play.output.find("You are an agent playing Crafter.") != std::string::npos);
+  CHECK(play.output.find("You face grass at your front.") != std::string::npos);
+  CHECK(play.output.find("Defaulted to action: Noop") != std::string::npos);
+  auto plain = run_turnrl("play --env crafter --seed 1", "Move West\n");
+  CHECK(plain.exit_code == 0);
+  auto bench = run_turnrl("bench crafter --steps 300");
+  CHECK(bench.exit_code == 0);
+  CHECK(bench.output.find("\"steps_per_sec\"") != std::string::npos);
+}
