@@ -12,8 +12,8 @@
 namespace turnrl::agents {
 namespace {
 
-// Word-level vocabulary of the tiny preset: what BALROG's BabyAI prompts, observations and the
-// chat format contain (pre-tokenised as \w+ | [^\w\s]+).
+// Word-level vocabulary of the tiny preset: what BALROG's prompts, observations and the chat
+// format contain (pre-tokenised as \w+ | [^\w\s]+).
 constexpr const char* kTinySpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"};
 constexpr const char* kTinyWords[] = {
     "!", "'", "(", ")", ",", "-", ".", ":", "<", ">", "?", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
@@ -27,7 +27,9 @@ constexpr const char* kTinyWords[] = {
     "possible", "present", "previous", "provide", "purple", "put", "red", "repeat", "right", "s", "same", "see",
     "sense", "short", "simple", "single", "step", "steps", "system", "t", "take", "terminates", "text", "that", "the",
     "then", "think", "time", "to", "toggle", "turn", "until", "up", "use", "user", "valid", "wall", "want", "what",
-    "will", "with", "yellow", "you", "turn_left", "turn_right", "go_forward", "pick_up"};
+    "will", "with", "yellow", "you", "turn_left", "turn_right", "go_forward", "pick_up",
+    // BabaIsAI and Crafter words, so the tiny preset serves every env's text.
+    "\"", "[", "]", "`", "/", "Active", "BABA", "Baba", "Coal", "Collect", "Consider", "Cow", "Crafter", "Defeat", "Diamond", "Do", "Drink", "East", "Eat", "Examine", "Furnace", "IS", "Identify", "If", "Iron", "Is", "Make", "Move", "Multiuse", "Noop", "North", "Objects", "Pickaxe", "Place", "Plant", "Property", "Remember", "STOP", "Sapling", "Skeleton", "Sleep", "Sometimes", "South", "Stone", "Subject", "Sword", "Table", "These", "Think", "Up", "WIN", "Wake", "West", "Wood", "YOU", "Zombie", "achievements", "all", "alter", "apart", "around", "as", "baba", "be", "behaviors", "blocks", "breaking", "but", "carefully", "changed", "changing", "coal", "collect", "completely", "completing", "condition", "counts", "cow", "craft", "create", "creatively", "creature", "current", "defined", "diamond", "different", "do", "down", "drink", "east", "energy", "existing", "face", "far", "flat", "food", "for", "formed", "forming", "from", "furnace", "get", "grass", "ground", "health", "hit", "how", "idle", "immovable", "inventory", "involves", "iron", "lake", "lava", "level", "making", "map", "material", "maximum", "move", "moving", "nearby", "new", "north", "nothing", "noting", "objects", "observations", "on", "ones", "only", "path", "pickaxe", "place", "plant", "properties", "push", "puzzle", "reach", "rule", "rules", "sand", "sapling", "similar", "skeleton", "sleep", "sleeping", "solution", "south", "status", "stone", "stop", "stuck", "sword", "table", "this", "tree", "try", "unexpected", "usually", "wait", "water", "ways", "west", "when", "where", "which", "win", "wood", "your", "yourself", "zombie", "died", "arrow"};
 
 ModelConfig tiny_config() {
   ModelConfig config;

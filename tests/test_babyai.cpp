@@ -49,6 +49,19 @@ TEST_CASE("every public golden BabyAI episode replays exactly") {
   }
 }
 
+TEST_CASE("held-out seeds with 8 distractors (recorded from the reference) replay exactly") {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TURNRL_SOURCE_DIR) + "/tests/data/babyai_num_dists_8")) {
+    if (!entry.path().string().ends_with(".jsonl.gz")) continue;
+    ++files;
+    const ReplayReport report = replay_golden_file(entry.path().string());
+    INFO(entry.path().string());
+    CHECK(report.episodes == 20);
+    CHECK(report.exact_episodes == report.episodes);
+  }
+  CHECK(files == 5);
+}
+
 TEST_CASE("a corrupted golden record is reported at the right field") {
   auto records = read_jsonl(golden_files().front());
   records[5]["text"] = records[5]["text"].get<std::string>() + "x";

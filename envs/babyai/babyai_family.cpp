@@ -42,11 +42,13 @@ nlohmann::json encode_rows(const std::vector<std::string>& rows) { return nlohma
 /** Replays the BabyAI golden format (../shared/spec/babyai_baba.md C.3). */
 class BabyAIReplayer final : public GoldenReplayer {
  public:
-  explicit BabyAIReplayer(std::unique_ptr<BabyAIEnv> env) : env_(std::move(env)) {}
+  BabyAIReplayer(std::string id, Task task) : id_(std::move(id)), task_(task) {}
 
   nlohmann::json replay(const nlohmann::json& golden) override {
     nlohmann::json out;
     if (golden.at("type") == "reset") {
+      // Recordings with distractors name their count; BALROG's default is 0.
+      env_ = std::make_unique<BabyAIEnv>(id_, task_, golden.value("num_dists", 0));
       std::vector<RngCall> trace;
       env_->set_rng_trace(&trace);
       env_->reset(golden.at("seed").get<uint64_t>());
@@ -74,7 +76,8 @@ class BabyAIReplayer final : public GoldenReplayer {
   }
 
   bool is_input_field(const std::string& key) const override {
-    return key == "type" || key == "env_id" || key == "seed" || key == "actions" || key == "t" || key == "action";
+    return key == "type" || key == "env_id" || key == "seed" || key == "num_dists" || key == "actions" || key == "t" ||
+           key == "action";
   }
 
  private:
@@ -107,6 +110,8 @@ class BabyAIReplayer final : public GoldenReplayer {
     out["text"] = env_->observe_text().long_term;
   }
 
+  std::string id_;
+  Task task_;
   std::unique_ptr<BabyAIEnv> env_;
 };
 
@@ -116,7 +121,7 @@ std::unique_ptr<GoldenReplayer> make_replayer(const nlohmann::json& first) {
   const std::string suffix = env_id.substr(kGoldenPrefix.size());
   for (const auto& task : kTasks) {
     if (suffix == task.suffix) {
-      return std::make_unique<BabyAIReplayer>(std::make_unique<BabyAIEnv>("babyai/" + suffix, task.task, 0));
+      return std::make_unique<BabyAIReplayer>("babyai/" + suffix, task.task);
     }
   }
   throw std::runtime_error("golden file names an unknown BabyAI task '" + env_id + "'");
