@@ -95,6 +95,17 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   return records;
 }
 
+void write_jsonl_gz(const std::string& path, const std::vector<nlohmann::json>& records) {
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "wb"), gzclose);
+  if (!file) throw std::runtime_error(path + ": cannot write");
+  for (const auto& record : records) {
+    const std::string line = record.dump() + "\n";
+    if (gzwrite(file.get(), line.data(), static_cast<unsigned>(line.size())) != static_cast<int>(line.size())) {
+      throw std::runtime_error(path + ": write failed");
+    }
+  }
+}
+
 ReplayReport replay_golden_file(const std::string& path) {
   const std::vector<nlohmann::json> records = read_jsonl(path);
   std::unique_ptr<GoldenReplayer> replayer;

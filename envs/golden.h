@@ -40,6 +40,8 @@ std::optional<FieldMismatch> first_difference(const nlohmann::json& expected, co
 
 /** Reads a gzip'd (or plain) JSON Lines file. Throws std::runtime_error naming the file and line. */
 std::vector<nlohmann::json> read_jsonl(const std::string& path);
+/** Writes records as gzip'd JSON Lines (for recordings and tests). */
+void write_jsonl_gz(const std::string& path, const std::vector<nlohmann::json>& records);
 
 struct ReplayMismatch {
   int episode = 0;  // 1-based index of the reset record in the file

@@ -1,5 +1,6 @@
 #include "envs/registry.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,25 @@ const std::vector<EnvFamily>& env_families() {
     return all;
   }();
   return families;
+}
+
+std::vector<int> read_int_options(const std::string& id, const nlohmann::json& options, const std::vector<IntOption>& allowed) {
+  std::vector<int> values;
+  std::string names;
+  for (const auto& option : allowed) {
+    values.push_back(option.default_value);
+    names += (names.empty() ? "" : ", ") + option.name;
+  }
+  for (const auto& [key, value] : options.items()) {
+    const auto found = std::find_if(allowed.begin(), allowed.end(), [&](const IntOption& o) { return o.name == key; });
+    if (found == allowed.end()) throw std::invalid_argument("env " + id + ": unknown option '" + key + "' (valid: " + names + ")");
+    if (!value.is_number_integer() || value.get<int64_t>() < found->min || value.get<int64_t>() > found->max) {
+      throw std::invalid_argument("env " + id + ": option " + key + " must be an integer in [" + std::to_string(found->min) +
+                                  ", " + std::to_string(found->max) + "]");
+    }
+    values[found - allowed.begin()] = value.get<int>();
+  }
+  return values;
 }
 
 std::vector<std::string> env_ids() {

@@ -24,6 +24,15 @@ struct EnvFamily {
   std::function<std::unique_ptr<GoldenReplayer>(const nlohmann::json& first_record)> replayer;
 };
 
+/** An integer env option with its default and allowed range. */
+struct IntOption {
+  std::string name;
+  int default_value, min, max;
+};
+/** Reads `options` (a JSON object) for env `id`: every key must be one of `allowed`, each value an
+ *  integer in its range; throws std::invalid_argument naming the key. Returns values in `allowed` order. */
+std::vector<int> read_int_options(const std::string& id, const nlohmann::json& options, const std::vector<IntOption>& allowed);
+
 const std::vector<EnvFamily>& env_families();
 std::vector<std::string> env_ids();
 /** Throws std::invalid_argument listing the valid ids when `id` is unknown. */

@@ -32,15 +32,6 @@ std::string golden_file(const std::string& level) {
   return turnrl::test::shared_path("golden/baba/public__env__" + level + ".jsonl.gz");
 }
 
-void write_jsonl_gz(const std::string& path, const std::vector<nlohmann::json>& records) {
-  gzFile out = gzopen(path.c_str(), "wb");
-  for (const auto& record : records) {
-    const std::string line = record.dump() + "\n";
-    gzwrite(out, line.data(), static_cast<unsigned>(line.size()));
-  }
-  gzclose(out);
-}
-
 BabaIsAIEnv& as_baba(Env& env) { return dynamic_cast<BabaIsAIEnv&>(env); }
 
 /** A walled room of the given size with no objects and no rules. */

@@ -66,12 +66,7 @@ TEST_CASE("a corrupted golden record is reported at the right field") {
   auto records = read_jsonl(golden_files().front());
   records[5]["text"] = records[5]["text"].get<std::string>() + "x";
   const std::string path = "/tmp/turnrl_babyai_corrupt.jsonl.gz";
-  gzFile out = gzopen(path.c_str(), "wb");
-  for (const auto& record : records) {
-    const std::string line = record.dump() + "\n";
-    gzwrite(out, line.data(), static_cast<unsigned>(line.size()));
-  }
-  gzclose(out);
+  write_jsonl_gz(path, records);
   const ReplayReport report = replay_golden_file(path);
   REQUIRE(report.first_mismatch);
   CHECK(report.first_mismatch->field.path == "text");

@@ -61,12 +61,7 @@ TEST_CASE("a corrupted golden record is reported at the right field") {
   auto records = read_jsonl(golden_files("golden/crafter/public").front());
   records[7]["rng_draws"] = records[7]["rng_draws"].get<int64_t>() + 1;
   const std::string path = "/tmp/turnrl_crafter_corrupt.jsonl.gz";
-  gzFile out = gzopen(path.c_str(), "wb");
-  for (const auto& record : records) {
-    const std::string line = record.dump() + "\n";
-    gzwrite(out, line.data(), static_cast<unsigned>(line.size()));
-  }
-  gzclose(out);
+  write_jsonl_gz(path, records);
   const ReplayReport report = replay_golden_file(path);
   REQUIRE(report.first_mismatch);
   CHECK(report.first_mismatch->line == 8);

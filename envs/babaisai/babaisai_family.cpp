@@ -22,14 +22,7 @@ const LevelId* find_level(std::string_view name) {
 }
 
 std::unique_ptr<Env> make(const std::string& id, const nlohmann::json& options) {
-  int max_steps = 100;
-  for (const auto& [key, value] : options.items()) {
-    if (key != "max_steps") throw std::invalid_argument("env " + id + ": unknown option '" + key + "' (valid: max_steps)");
-    if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 1000000) {
-      throw std::invalid_argument("env " + id + ": option max_steps must be an integer in [1, 1000000]");
-    }
-    max_steps = value.get<int>();
-  }
+  const int max_steps = read_int_options(id, options, {{"max_steps", 100, 1, 1000000}})[0];
   const LevelId* level = id.starts_with(kIdPrefix) ? find_level(std::string_view(id).substr(kIdPrefix.size())) : nullptr;
   if (!level) throw std::invalid_argument("unknown babaisai env id '" + id + "'");
   return std::make_unique<BabaIsAIEnv>(id, level->config, max_steps);

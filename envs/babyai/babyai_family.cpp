@@ -23,14 +23,7 @@ constexpr TaskId kTasks[] = {{"goto", Task::kGoTo},
                              {"pick_up_seq_go_to", Task::kPickUpSeqGoTo}};
 
 std::unique_ptr<Env> make(const std::string& id, const nlohmann::json& options) {
-  int num_dists = 0;
-  for (const auto& [key, value] : options.items()) {
-    if (key != "num_dists") throw std::invalid_argument("env " + id + ": unknown option '" + key + "' (valid: num_dists)");
-    if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 20) {
-      throw std::invalid_argument("env " + id + ": option num_dists must be an integer in [0, 20]");
-    }
-    num_dists = value.get<int>();
-  }
+  const int num_dists = read_int_options(id, options, {{"num_dists", 0, 0, 20}})[0];
   for (const auto& task : kTasks) {
     if (id == std::string("babyai/") + task.suffix) return std::make_unique<BabyAIEnv>(id, task.task, num_dists);
   }
