@@ -1,0 +1,60 @@
+#pragma once
+// Fixed-turn rollouts: every collection yields exactly n_env x e_len turns. Episodes continue
+// across collections and auto-reset with seeds from a per-slot seeded stream.
+//
+// Design: each slot is an explicit continuation (prompt -> reply -> step) driven by one loop;
+// the BatchScheduler overlaps one batch's generation (worker thread) with the env stepping,
+// prompt building and parsing of the slots whose replies already came back. This is what one
+// fiber per slot would give, without fiber stacks or cross-thread fiber wake-ups.
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "agents/agent.h"
+#include "trainer/env_slot.h"
+#include "trainer/rollout_buffer.h"
+
+namespace turnrl::trainer {
+
+struct RolloutConfig {
+  int n_env = 4;
+  int e_len = 8;
+  /** Prompts per agent call; 0: half the slots when pipelined (two batches in flight), else all. */
+  size_t batch_size = 0;
+  bool pipelined = true;
+  uint64_t seed = 0;
+  memory::HistoryConfig history;
+  ActionConfig actions;
+  /** Divide each turn reward of a finished episode by its length (Verlog: off). Turns of an
+   *  episode that started in an earlier collection keep their unscaled reward. */
+  bool normalize_reward_by_length = false;
+};
+
+class Rollout {
+ public:
+  using EnvFactory = std::function<std::unique_ptr<envs::Env>(int slot)>;
+  /** Validates the config (std::invalid_argument) and begins the first episode of every slot. */
+  Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig config);
+
+  RolloutBatch collect();
+  const RolloutConfig& config() const { return config_; }
+
+ private:
+  struct Slot {
+    std::unique_ptr<EnvSlot> env;
+    std::mt19937_64 seeds;  // episode seeds of this slot
+    uint64_t episode_id = 0;
+    uint64_t episodes_begun = 0;
+    std::vector<size_t> episode_rows;  // rows of the current episode in this collection
+  };
+  void begin_episode(int slot);
+  agents::AgentPrompt prompt_of(int slot, std::vector<memory::ChatMessage> messages) const;
+
+  agents::Agent& agent_;
+  RolloutConfig config_;
+  memory::TokenCounter count_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace turnrl::trainer
