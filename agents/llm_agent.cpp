@@ -1,5 +1,7 @@
 #include "agents/llm_agent.h"
 
+#include <chrono>
+
 namespace turnrl::agents {
 
 LlmAgent::LlmAgent(std::shared_ptr<LanguageModel> model, SamplingParams params, std::string name)
@@ -22,7 +24,9 @@ std::vector<AgentReply> LlmAgent::act(const std::vector<AgentPrompt>& prompts) {
     ids.push_back(encode_prompt(prompt.messages));
     params.seed = params.seed * 0x9E3779B97F4A7C15ULL + prompt.seed;
   }
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Generation> generations = model_->generate(ids, params);
+  generate_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<AgentReply> replies(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     Generation& generation = generations[i];

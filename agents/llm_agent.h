@@ -15,11 +15,14 @@ class LlmAgent : public Agent {
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
   memory::TokenCounter token_counter() const override;
   std::vector<int32_t> encode_prompt(const std::vector<memory::ChatMessage>& messages) const override;
+  /** Seconds spent inside LanguageModel::generate (for the share of turn time outside it). */
+  double generate_seconds() const { return generate_seconds_; }
 
  private:
   std::shared_ptr<LanguageModel> model_;
   SamplingParams params_;
   std::string name_;
+  double generate_seconds_ = 0.0;
 };
 
 }  // namespace turnrl::agents

@@ -20,6 +20,7 @@ struct Benchmark {
 const Benchmark kBenchmarks[] = {
     {"env", "single-thread env steps/s with text observations, resets included", bench_env},
     {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
+    {"rollout", "share of turn time outside the model; pipelined vs lock-step speedup", bench_rollout},
 };
 
 void print_usage() {

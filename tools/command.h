@@ -21,5 +21,6 @@ int run_envs(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
 int run_new_model(int argc, char** argv);
 int run_generate(int argc, char** argv);
+int run_eval(int argc, char** argv);
 
 }  // namespace turnrl::tools
