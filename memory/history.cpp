@@ -3,76 +3,115 @@
 #include <stdexcept>
 
 namespace turnrl::memory {
-namespace {
 
-constexpr const char* kBalrogSuffix =
+const char* const kBalrogNaiveSuffix =
     "You always have to output one of the above actions at a time and no other text. You always have to output an "
     "action until the episode terminates.";
-constexpr const char* kVerlogSuffix =
-    "What will you do next? Please respond in the following format:\n    THINK: step-by-step reasoning\n    ACTION: One "
-    "valid action from the allowed set.";
 
-}  // namespace
-
-PromptFormat parse_prompt_format(const std::string& name) {
-  if (name == "balrog") return PromptFormat::kBalrog;
-  if (name == "verlog") return PromptFormat::kVerlog;
-  if (name == "compact") return PromptFormat::kCompact;
-  throw std::invalid_argument("unknown prompt format '" + name + "' (balrog, verlog, compact)");
+std::string verlog_format_instruction(const std::string& action_list) {
+  std::string text =
+      "What will you do next? Please respond in the following format:\n"
+      "    THINK: step-by-step reasoning\n"
+      "    ACTION: One valid action from the allowed set";
+  return text + (action_list.empty() ? "." : ": " + action_list);
 }
 
-History::History(PromptFormat format, int max_turns) : format_(format), max_turns_(max_turns) {
-  if (max_turns < 0) throw std::invalid_argument("history length must be >= 0");
+History::History(HistoryConfig config) : config_(std::move(config)) {
+  if (config_.max_turns < 0) throw std::invalid_argument("memory: max_turns must be >= 0, got " + std::to_string(config_.max_turns));
+  if (config_.max_reasoning_turns < 0) {
+    throw std::invalid_argument("memory: max_reasoning_turns must be >= 0, got " + std::to_string(config_.max_reasoning_turns));
+  }
 }
 
-void History::reset(std::string instruction, std::string goal) {
+size_t History::capacity() const {
+  const size_t n = static_cast<size_t>(config_.max_turns);
+  // BALROG's deque holds 2n events (its oldest is a reply), Verlog's 2n+1 (n replies, n+1 observations);
+  // both always keep the current observation.
+  return config_.layout == PromptLayout::kBalrog ? std::max<size_t>(2 * n, 1) : 2 * n + 1;
+}
+
+void History::reset(std::string instruction) {
   instruction_ = std::move(instruction);
-  goal_ = std::move(goal);
-  past_.clear();
-  has_current_ = false;
+  events_.clear();
 }
 
-void History::observe(const envs::TextObservation& observation) {
-  current_ = observation;
-  has_current_ = true;
+void History::add_observation(envs::TextObservation observation) {
+  Event event;
+  event.observation = std::move(observation);
+  events_.push_back(std::move(event));
+  while (events_.size() > capacity()) events_.pop_front();
 }
 
-void History::reply(std::string text) {
-  if (!has_current_) throw std::logic_error("History::reply before any observation");
-  past_.push_back({current_.long_term, std::move(text)});
-  while (static_cast<int>(past_.size()) > max_turns_) past_.pop_front();
-  has_current_ = false;
+void History::add_reply(std::string reply, std::string executed_action) {
+  Event event;
+  event.is_observation = false;
+  event.reply = std::move(reply);
+  event.executed_action = std::move(executed_action);
+  events_.push_back(std::move(event));
+  while (events_.size() > capacity()) events_.pop_front();
 }
 
-std::vector<ChatMessage> History::render(size_t first_turn) const {
+std::vector<ChatMessage> History::render(size_t first_event) const {
+  const bool balrog = config_.layout == PromptLayout::kBalrog;
   std::vector<ChatMessage> messages;
-  if (format_ == PromptFormat::kBalrog) messages.push_back({"user", instruction_});
-  if (format_ == PromptFormat::kVerlog) messages.push_back({"system", instruction_});
-  for (size_t i = first_turn; i < past_.size(); ++i) {
-    messages.push_back({"user", "Observation:\n" + past_[i].observation});
-    messages.push_back({"assistant", past_[i].reply});
+  messages.push_back({balrog ? "user" : "system", instruction_});
+  size_t replies_after = 0;  // replies newer than the one being rendered
+  std::vector<size_t> reply_rank(events_.size(), 0);
+  for (size_t i = events_.size(); i-- > 0;) {
+    if (!events_[i].is_observation) reply_rank[i] = replies_after++;
   }
-  std::string current;
-  if (format_ == PromptFormat::kCompact) {
-    current = goal_ + "\n" + current_.long_term;
-  } else {
-    current = "Current Observation:\n";
-    if (!current_.short_term.empty()) current += current_.short_term + "\n";
-    current += current_.long_term;
-    current += "\n\n";
-    current += format_ == PromptFormat::kBalrog ? kBalrogSuffix : kVerlogSuffix;
+  size_t last_observation = events_.size();
+  for (size_t i = events_.size(); i-- > 0;) {
+    if (events_[i].is_observation) {
+      last_observation = i;
+      break;
+    }
   }
-  messages.push_back({"user", std::move(current)});
+  for (size_t i = first_event; i < events_.size(); ++i) {
+    const Event& event = events_[i];
+    if (!event.is_observation) {
+      std::string content;
+      if (balrog) {
+        content = event.reply;
+      } else if (reply_rank[i] < static_cast<size_t>(config_.max_reasoning_turns)) {
+        content = "Previous plan:\n" + event.reply;
+      } else {
+        content = event.executed_action;
+      }
+      messages.push_back({"assistant", std::move(content)});
+    } else if (i != last_observation) {
+      messages.push_back({"user", "Observation:\n" + event.observation.long_term});
+    } else {
+      std::string content = "Current Observation:\n";
+      if (!event.observation.short_term.empty()) content += event.observation.short_term + "\n";
+      content += event.observation.long_term;
+      messages.push_back({"user", std::move(content)});
+    }
+  }
+  if (!config_.suffix.empty()) {
+    for (size_t i = messages.size(); i-- > 0;) {
+      if (messages[i].role == "user") {
+        messages[i].content += "\n\n" + config_.suffix;
+        break;
+      }
+    }
+  }
   return messages;
 }
 
-std::vector<ChatMessage> History::messages(size_t budget, const TokenCounter& count) const {
-  if (!has_current_) throw std::logic_error("History::messages before any observation");
+std::vector<ChatMessage> History::messages(const TokenCounter& count) const {
   size_t first = 0;
-  std::vector<ChatMessage> out = render(first);
-  // Whole turns are dropped, oldest first, never cut in the middle.
-  while (budget > 0 && count && count(out) > budget && first < past_.size()) out = render(++first);
-  return out;
+  std::vector<ChatMessage> rendered = render(first);
+  if (config_.token_budget == 0 || !count) return rendered;
+  // Drop whole turns from the front: the window then starts at the next observation.
+  while (count(rendered) > config_.token_budget) {
+    size_t next = first + 1;
+    while (next < events_.size() && !events_[next].is_observation) ++next;
+    if (next >= events_.size()) break;  // only the current observation is left: keep it
+    first = next;
+    rendered = render(first);
+  }
+  return rendered;
 }
 
 }  // namespace turnrl::memory

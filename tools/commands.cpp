@@ -11,6 +11,7 @@ const std::vector<Command>& commands() {
       {"envs", "list the registered environment ids", run_envs},
       {"tokenize", "encode or decode JSON Lines with a Hugging Face tokenizer", run_tokenize},
       {"new-model", "write a randomly initialised model folder from a preset", run_new_model},
+      {"eval", "zero-shot evaluation sweep: models x tasks x episodes (BALROG protocol)", run_eval},
       {"generate", "generate a reply with a model folder (a quick check)", run_generate},
   };
   return all;

@@ -22,7 +22,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/learning_curve.h"
 #include "trainer/ppo_loss.h"
-#include "trainer/rollout.h"
+#include "trainer/ppo_collector.h"
 
 namespace turnrl::trainer {
 namespace {
@@ -75,7 +75,7 @@ struct PpoTrainer::Impl {
   std::unique_ptr<agents::Tokenizer> tokenizer;
   agents::Qwen2Model actor{nullptr}, critic{nullptr}, reference{nullptr};
   std::unique_ptr<torch::optim::AdamW> actor_optimizer, critic_optimizer;
-  std::unique_ptr<Rollout> rollout;
+  std::unique_ptr<PpoCollector> rollout;
   std::vector<int32_t> allowed;
   int iteration = 0;
   double elapsed_before = 0.0;  // seconds spent before a resume
@@ -290,7 +290,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
     std::istringstream(state.shuffle_rng) >> s.shuffle_rng;
     spdlog::info("resumed from {} at iteration {}", resume_dir, s.iteration);
   }
-  s.rollout = std::make_unique<Rollout>(s.config, *s.tokenizer, rollout_seed);
+  s.rollout = std::make_unique<PpoCollector>(s.config, *s.tokenizer, rollout_seed);
   s.allowed = s.rollout->actor().allowed_tokens();
 }
 

@@ -1,195 +1,116 @@
 #include "trainer/rollout.h"
 
-#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <string>
 
-#include "agents/generation.h"
-#include "envs/registry.h"
+#include "trainer/batch_scheduler.h"
 
 namespace turnrl::trainer {
 namespace {
 
-envs::ReplyFormat reply_format(const TrainConfig& config) {
-  return config.env.reply_format == "balrog" ? envs::ReplyFormat::kBalrogNaive : envs::ReplyFormat::kActionTag;
+uint64_t mix(uint64_t a, uint64_t b) {
+  std::seed_seq sequence{static_cast<uint32_t>(a), static_cast<uint32_t>(a >> 32), static_cast<uint32_t>(b),
+                         static_cast<uint32_t>(b >> 32)};
+  uint32_t out[2];
+  sequence.generate(out, out + 2);
+  return (static_cast<uint64_t>(out[0]) << 32) | out[1];
 }
 
 }  // namespace
 
-Actor::Actor(const TrainConfig& config, const agents::Tokenizer& tokenizer, const envs::Env& example_env)
-    : config_(config), tokenizer_(tokenizer) {
-  if (!config.sampling.action_tokens_only) return;
-  // Each action as one token where the vocabulary has it ("turn_left"), else the tokens of its name.
-  for (const auto& action : example_env.actions()) {
-    std::string joined = action.name;
-    std::replace(joined.begin(), joined.end(), ' ', '_');
-    const int32_t single = tokenizer.token_id(joined);
-    const std::vector<int32_t> ids = single >= 0 ? std::vector<int32_t>{single} : tokenizer.encode(action.name);
-    allowed_tokens_.insert(allowed_tokens_.end(), ids.begin(), ids.end());
+Rollout::Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig config)
+    : agent_(agent), config_(std::move(config)), count_(agent.token_counter()) {
+  if (config_.n_env <= 0) throw std::invalid_argument("rollout: n_env must be > 0, got " + std::to_string(config_.n_env));
+  if (config_.e_len <= 0) throw std::invalid_argument("rollout: e_len must be > 0, got " + std::to_string(config_.e_len));
+  for (int i = 0; i < config_.n_env; ++i) {
+    Slot slot;
+    slot.env = std::make_unique<EnvSlot>(make_env(i), config_.history, config_.actions, mix(config_.seed, 2 * i + 1));
+    slot.seeds.seed(mix(config_.seed, 2 * i));
+    slots_.push_back(std::move(slot));
   }
-  if (config.sampling.max_response_tokens > 1) {
-    allowed_tokens_.insert(allowed_tokens_.end(), tokenizer.stop_ids().begin(), tokenizer.stop_ids().end());
-  }
-  std::sort(allowed_tokens_.begin(), allowed_tokens_.end());
-  allowed_tokens_.erase(std::unique(allowed_tokens_.begin(), allowed_tokens_.end()), allowed_tokens_.end());
+  for (int i = 0; i < config_.n_env; ++i) begin_episode(i);
 }
 
-agents::SamplingParams Actor::sampling(bool greedy, uint64_t seed) const {
-  agents::SamplingParams params;
-  params.temperature = static_cast<float>(config_.sampling.temperature);
-  params.top_p = static_cast<float>(config_.sampling.top_p);
-  params.max_new_tokens = config_.sampling.max_response_tokens;
-  params.greedy = greedy;
-  params.seed = seed;
-  params.allowed_tokens = allowed_tokens_;
-  return params;
+void Rollout::begin_episode(int index) {
+  Slot& slot = slots_[index];
+  slot.episode_id = static_cast<uint64_t>(index) + static_cast<uint64_t>(config_.n_env) * slot.episodes_begun++;
+  slot.episode_rows.clear();
+  slot.env->begin_episode(slot.seeds() >> 32);  // 32-bit seeds, like BALROG's
 }
 
-std::vector<int32_t> Actor::prompt_ids(const memory::History& history) const {
-  const auto count = [this](const std::vector<memory::ChatMessage>& messages) {
-    return tokenizer_.encode_chat(messages, true).size();
-  };
-  return tokenizer_.encode_chat(history.messages(static_cast<size_t>(config_.env.prompt_budget), count), true);
+agents::AgentPrompt Rollout::prompt_of(int index, std::vector<memory::ChatMessage> messages) const {
+  const Slot& slot = slots_[index];
+  agents::AgentPrompt prompt;
+  prompt.messages = std::move(messages);
+  prompt.actions = &slot.env->env().actions();
+  prompt.seed = mix(config_.seed ^ slot.episode_id, static_cast<uint64_t>(slot.env->turn()) + 0x5bd1e995ULL);
+  return prompt;
 }
 
-std::string Actor::reply_text(const std::vector<int32_t>& ids) const {
-  std::vector<int32_t> text_ids = ids;
-  const auto& stops = tokenizer_.stop_ids();
-  if (!text_ids.empty() && std::find(stops.begin(), stops.end(), text_ids.back()) != stops.end()) text_ids.pop_back();
-  return tokenizer_.decode(text_ids);
-}
+RolloutBatch Rollout::collect() {
+  const auto start = std::chrono::steady_clock::now();
+  const int n = config_.n_env;
+  RolloutBatch batch;
+  batch.n_env = n;
+  batch.e_len = config_.e_len;
+  batch.turns.resize(static_cast<size_t>(n) * config_.e_len);
+  batch.bootstrap.resize(n);
+  const size_t batch_size = config_.batch_size > 0 ? config_.batch_size
+                            : config_.pipelined      ? static_cast<size_t>((n + 1) / 2)
+                                                     : static_cast<size_t>(n);
+  BatchScheduler scheduler(agent_, batch_size, config_.pipelined);
+  std::vector<int> turns_done(n, 0);
+  for (Slot& slot : slots_) slot.episode_rows.clear();  // rows of the previous collection
+  for (int i = 0; i < n; ++i) scheduler.submit(i, prompt_of(i, slots_[i].env->prompt(count_)));
 
-Rollout::Rollout(const TrainConfig& config, const agents::Tokenizer& tokenizer, uint64_t seed)
-    : config_(config),
-      tokenizer_(tokenizer),
-      actor_(config, tokenizer, *envs::make_env(config.env.id, config.env.options)),
-      next_seed_(config.run.train_seed + seed * 10'000'000ULL),
-      generation_seed_(seed * 7919 + 1),
-      parse_rng_(seed) {
-  const memory::PromptFormat format = memory::parse_prompt_format(config.env.prompt_format);
-  for (int i = 0; i < config.env.n_env; ++i) {
-    slots_.push_back(Slot{envs::make_env(config.env.id, config.env.options), memory::History(format, config.env.history), {}, true});
-  }
-}
-
-void Rollout::start_episode(Slot& slot) {
-  slot.env->reset(next_seed_++);
-  slot.history.reset(slot.env->instruction_prompt(), slot.env->goal());
-  slot.history.observe(slot.env->observe_text());
-  slot.stats = EpisodeStats{next_episode_++, 0.0, 0, 0.0, 0};
-  slot.needs_reset = false;
-}
-
-TurnBatch Rollout::collect(agents::Qwen2Model& policy, int e_len, std::vector<EpisodeStats>& finished) {
-  TurnBatch batch;
-  batch.n_env = static_cast<int>(slots_.size());
-  batch.e_len = e_len;
-  batch.turns.reserve(static_cast<size_t>(e_len) * slots_.size());
-  std::vector<std::vector<int32_t>> prompts(slots_.size());
-  for (int t = 0; t < e_len; ++t) {
-    for (size_t s = 0; s < slots_.size(); ++s) {
-      if (slots_[s].needs_reset) start_episode(slots_[s]);
-      prompts[s] = actor_.prompt_ids(slots_[s].history);
-    }
-    const auto generations = agents::generate_tokens(policy, prompts, actor_.sampling(false, generation_seed_++),
-                                                     tokenizer_.pad_id(), tokenizer_.stop_ids());
-    for (size_t s = 0; s < slots_.size(); ++s) {
-      Slot& slot = slots_[s];
-      Turn turn;
-      turn.slot = static_cast<int>(s);
-      turn.episode = slot.stats.episode;
-      turn.index = slot.stats.length;
-      turn.prompt_ids = prompts[s];
-      turn.response_ids = generations[s].ids;
-      turn.sample_logprobs = generations[s].logprobs;
-      turn.reply = actor_.reply_text(turn.response_ids);
-      const envs::ParsedAction parsed = envs::parse_action(turn.reply, *slot.env, reply_format(config_), parse_rng_);
-      const envs::StepResult result = slot.env->step(parsed.action);
-      double reward = result.reward;
-      if (config_.env.binary_reward && reward > 0) reward = 1.0;
-      if (!parsed.valid) reward = config_.env.invalid_penalty;  // replaces the step's reward, as Verlog does
-      turn.reward = reward;
-      turn.invalid = !parsed.valid;
-      ++slot.stats.length;
-      turn.terminated = result.terminated;
-      turn.truncated = result.truncated || (!result.terminated && slot.stats.length >= slot.env->max_steps());
-      slot.stats.total_reward += reward;
-      slot.stats.invalid_turns += !parsed.valid;
-      const std::string& executed = slot.env->actions()[parsed.action].name;
-      slot.history.reply(config_.env.history_entry == "raw" ? turn.reply : executed);
-      if (turn.done()) {
-        slot.stats.progression = slot.env->progression();
-        finished.push_back(slot.stats);
-        slot.needs_reset = true;
-      } else {
-        envs::TextObservation observation = slot.env->observe_text();
-        if (!parsed.valid && config_.env.prompt_format == "balrog") {
-          observation.long_term = envs::invalid_action_feedback(executed) + observation.long_term;
+  while (!scheduler.idle()) {
+    for (auto& [index, reply] : scheduler.next_replies()) {
+      Slot& slot = slots_[index];
+      const int t = turns_done[index]++;
+      const size_t row = static_cast<size_t>(t) * n + index;
+      TurnRecord& record = batch.turns[row];
+      record.slot = static_cast<int>(index);
+      record.episode_id = slot.episode_id;
+      record.turn_index = slot.env->turn();
+      record.episode_seed = slot.env->episode_seed();
+      const TurnOutcome outcome = slot.env->apply(reply.text);
+      record.prompt_ids = std::move(reply.prompt_ids);
+      record.response_ids = std::move(reply.response_ids);
+      record.logprobs = std::move(reply.logprobs);
+      record.response_truncated = reply.truncated;
+      record.reply = std::move(reply.text);
+      record.action = outcome.action;
+      record.valid_action = outcome.valid;
+      record.reward = outcome.reward;
+      record.terminated = outcome.terminated;
+      record.truncated = outcome.truncated;
+      slot.episode_rows.push_back(row);
+      if (outcome.done()) {
+        const EnvSlot& env = *slot.env;
+        batch.finished_episodes.push_back({static_cast<int>(index), slot.episode_id, env.episode_seed(), env.turn(),
+                                           env.episode_return(), env.env().progression(), outcome.terminated,
+                                           outcome.truncated});
+        if (config_.normalize_reward_by_length) {
+          for (size_t r : slot.episode_rows) batch.turns[r].reward /= env.turn();
         }
-        slot.history.observe(observation);
+        begin_episode(static_cast<int>(index));
       }
-      batch.turns.push_back(std::move(turn));
+      if (turns_done[index] < config_.e_len) {
+        scheduler.submit(index, prompt_of(static_cast<int>(index), slot.env->prompt(count_)));
+      } else if (!outcome.done()) {
+        BootstrapPrompt bootstrap;
+        bootstrap.episode_id = slot.episode_id;
+        bootstrap.messages = slot.env->prompt(count_);
+        bootstrap.prompt_ids = agent_.encode_prompt(bootstrap.messages);
+        batch.bootstrap[index] = std::move(bootstrap);
+      }
     }
   }
-  batch.bootstrap_prompts.resize(slots_.size());
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    if (!slots_[s].needs_reset) batch.bootstrap_prompts[s] = actor_.prompt_ids(slots_[s].history);
-  }
+  batch.agent_seconds = scheduler.stats().agent_seconds;
+  batch.agent_batches = scheduler.stats().batches;
+  batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return batch;
-}
-
-EvalResult evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer, agents::Qwen2Model& policy,
-                    uint64_t first_seed, int episodes, bool greedy) {
-  EvalResult result;
-  if (episodes <= 0) return result;
-  const memory::PromptFormat format = memory::parse_prompt_format(config.env.prompt_format);
-  std::vector<std::unique_ptr<envs::Env>> envs;
-  std::vector<memory::History> histories;
-  for (int i = 0; i < episodes; ++i) {
-    envs.push_back(envs::make_env(config.env.id, config.env.options));
-    envs.back()->reset(first_seed + i);
-    histories.emplace_back(format, config.env.history);
-    histories.back().reset(envs.back()->instruction_prompt(), envs.back()->goal());
-    histories.back().observe(envs.back()->observe_text());
-  }
-  const Actor actor(config, tokenizer, *envs.front());
-  std::vector<bool> running(episodes, true);
-  std::vector<int> lengths(episodes, 0);
-  std::vector<double> rewards(episodes, 0.0);
-  std::mt19937_64 parse_rng(first_seed);
-  for (uint64_t step = 0;; ++step) {
-    std::vector<int> active;
-    std::vector<std::vector<int32_t>> prompts;
-    for (int i = 0; i < episodes; ++i) {
-      if (!running[i]) continue;
-      active.push_back(i);
-      prompts.push_back(actor.prompt_ids(histories[i]));
-    }
-    if (active.empty()) break;
-    const auto generations =
-        agents::generate_tokens(policy, prompts, actor.sampling(greedy, first_seed + step), tokenizer.pad_id(), tokenizer.stop_ids());
-    for (size_t a = 0; a < active.size(); ++a) {
-      const int i = active[a];
-      const std::string reply = actor.reply_text(generations[a].ids);
-      const envs::ParsedAction parsed = envs::parse_action(reply, *envs[i], reply_format(config), parse_rng);
-      const envs::StepResult step_result = envs[i]->step(parsed.action);
-      rewards[i] += step_result.reward;
-      ++lengths[i];
-      if (step_result.terminated || step_result.truncated || lengths[i] >= envs[i]->max_steps()) {
-        running[i] = false;
-        continue;
-      }
-      histories[i].reply(config.env.history_entry == "raw" ? reply : envs[i]->actions()[parsed.action].name);
-      histories[i].observe(envs[i]->observe_text());
-    }
-  }
-  for (int i = 0; i < episodes; ++i) {
-    result.success += envs[i]->progression();
-    result.mean_reward += rewards[i];
-    result.mean_length += lengths[i];
-  }
-  result.success /= episodes;
-  result.mean_reward /= episodes;
-  result.mean_length /= episodes;
-  return result;
 }
 
 }  // namespace turnrl::trainer

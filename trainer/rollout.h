@@ -1,78 +1,60 @@
 #pragma once
-// Fixed-turn collection: n_env environment slots step in lock-step, one batched generation per
-// turn; episodes run on across collections and restart with fresh seeds when they end.
+// Fixed-turn rollouts: every collection yields exactly n_env x e_len turns. Episodes continue
+// across collections and auto-reset with seeds from a per-slot seeded stream.
+//
+// Design: each slot is an explicit continuation (prompt -> reply -> step) driven by one loop;
+// the BatchScheduler overlaps one batch's generation (worker thread) with the env stepping,
+// prompt building and parsing of the slots whose replies already came back. This is what one
+// fiber per slot would give, without fiber stacks or cross-thread fiber wake-ups.
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
 
-#include "agents/language_model.h"
-#include "agents/qwen2_model.h"
-#include "agents/tokenizer.h"
-#include "envs/action_parser.h"
-#include "envs/env.h"
-#include "memory/history.h"
-#include "trainer/train_config.h"
-#include "trainer/turn_batch.h"
+#include "agents/agent.h"
+#include "trainer/env_slot.h"
+#include "trainer/rollout_buffer.h"
 
 namespace turnrl::trainer {
 
-struct EpisodeStats {
-  int64_t episode = 0;
-  double total_reward = 0.0;
-  int length = 0;
-  double progression = 0.0;
-  int invalid_turns = 0;
-};
-
-/** Turns a TrainConfig into what acting needs: prompts, decoding constraints and reply parsing. */
-class Actor {
- public:
-  Actor(const TrainConfig& config, const agents::Tokenizer& tokenizer, const envs::Env& example_env);
-  const std::vector<int32_t>& allowed_tokens() const { return allowed_tokens_; }
-  agents::SamplingParams sampling(bool greedy, uint64_t seed) const;
-  std::vector<int32_t> prompt_ids(const memory::History& history) const;
-  /** The reply text without its stop token. */
-  std::string reply_text(const std::vector<int32_t>& ids) const;
-
- private:
-  const TrainConfig& config_;
-  const agents::Tokenizer& tokenizer_;
-  std::vector<int32_t> allowed_tokens_;
+struct RolloutConfig {
+  int n_env = 4;
+  int e_len = 8;
+  /** Prompts per agent call; 0: half the slots when pipelined (two batches in flight), else all. */
+  size_t batch_size = 0;
+  bool pipelined = true;
+  uint64_t seed = 0;
+  memory::HistoryConfig history;
+  ActionConfig actions;
+  /** Divide each turn reward of a finished episode by its length (Verlog: off). Turns of an
+   *  episode that started in an earlier collection keep their unscaled reward. */
+  bool normalize_reward_by_length = false;
 };
 
 class Rollout {
  public:
-  Rollout(const TrainConfig& config, const agents::Tokenizer& tokenizer, uint64_t seed);
-  /** Exactly n_env x e_len turns; finished episodes' statistics are appended to `finished`. */
-  TurnBatch collect(agents::Qwen2Model& policy, int e_len, std::vector<EpisodeStats>& finished);
-  const Actor& actor() const { return actor_; }
+  using EnvFactory = std::function<std::unique_ptr<envs::Env>(int slot)>;
+  /** Validates the config (std::invalid_argument) and begins the first episode of every slot. */
+  Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig config);
+
+  RolloutBatch collect();
+  const RolloutConfig& config() const { return config_; }
 
  private:
   struct Slot {
-    std::unique_ptr<envs::Env> env;
-    memory::History history;
-    EpisodeStats stats;
-    bool needs_reset = true;
+    std::unique_ptr<EnvSlot> env;
+    std::mt19937_64 seeds;  // episode seeds of this slot
+    uint64_t episode_id = 0;
+    uint64_t episodes_begun = 0;
+    std::vector<size_t> episode_rows;  // rows of the current episode in this collection
   };
-  void start_episode(Slot& slot);
+  void begin_episode(int slot);
+  agents::AgentPrompt prompt_of(int slot, std::vector<memory::ChatMessage> messages) const;
 
-  const TrainConfig& config_;
-  const agents::Tokenizer& tokenizer_;
+  agents::Agent& agent_;
+  RolloutConfig config_;
+  memory::TokenCounter count_;
   std::vector<Slot> slots_;
-  Actor actor_;
-  uint64_t next_seed_;
-  int64_t next_episode_ = 0;
-  uint64_t generation_seed_;
-  std::mt19937_64 parse_rng_;
 };
-
-/** Greedy (or sampled) episodes on fixed seeds, all in one batch per turn; returns mean progression. */
-struct EvalResult {
-  double success = 0.0;
-  double mean_reward = 0.0;
-  double mean_length = 0.0;
-};
-EvalResult evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer, agents::Qwen2Model& policy,
-                    uint64_t first_seed, int episodes, bool greedy);
 
 }  // namespace turnrl::trainer

@@ -1,0 +1,43 @@
+#pragma once
+// The agent interface used by rollouts and evaluation: a batch of chat prompts in, one reply per
+// prompt out. Torch-free; token-level agents also return ids and sampling log-probs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "envs/env.h"
+#include "memory/chat_message.h"
+#include "memory/history.h"
+
+namespace turnrl::agents {
+
+struct AgentPrompt {
+  std::vector<memory::ChatMessage> messages;
+  /** The env's actions (for agents that choose among them directly, e.g. random). */
+  const std::vector<envs::ActionSpec>* actions = nullptr;
+  /** Per-request seed so that a reply does not depend on which batch the prompt landed in. */
+  uint64_t seed = 0;
+};
+
+struct AgentReply {
+  std::string text;
+  /** Token-level agents only (empty otherwise). */
+  std::vector<int32_t> prompt_ids, response_ids;
+  std::vector<float> logprobs;  // one per response id, under the sampling distribution
+  bool truncated = false;       // the reply hit the length limit
+};
+
+class Agent {
+ public:
+  virtual ~Agent() = default;
+  virtual std::string name() const = 0;
+  /** One reply per prompt, in order. May be called from a thread other than the caller's env
+   *  work, but never concurrently with itself. */
+  virtual std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) = 0;
+  /** Token counter for the memory budget; null when the agent has no tokenizer. */
+  virtual memory::TokenCounter token_counter() const { return nullptr; }
+  /** Prompt ids as act() would feed them (for bootstrap values); empty without a tokenizer. */
+  virtual std::vector<int32_t> encode_prompt(const std::vector<memory::ChatMessage>& /*messages*/) const { return {}; }
+};
+
+}  // namespace turnrl::agents

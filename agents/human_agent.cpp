@@ -1,0 +1,21 @@
+#include "agents/human_agent.h"
+
+#include <istream>
+#include <ostream>
+#include <stdexcept>
+
+namespace turnrl::agents {
+
+std::vector<AgentReply> HumanAgent::act(const std::vector<AgentPrompt>& prompts) {
+  std::vector<AgentReply> replies;
+  for (const auto& prompt : prompts) {
+    for (const auto& message : prompt.messages) out_ << "--- " << message.role << " ---\n" << message.content << "\n";
+    out_ << "> " << std::flush;
+    std::string line;
+    if (!std::getline(in_, line)) throw std::runtime_error("human agent: end of input");
+    replies.push_back({line, {}, {}, {}, false});
+  }
+  return replies;
+}
+
+}  // namespace turnrl::agents

@@ -1,0 +1,153 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "envs/registry.h"
+#include "openai_test_server.h"
+#include "test_util.h"
+#include "tools/eval_summary.h"
+
+using namespace turnrl;
+
+namespace {
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> split(const std::string& text, char by) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, by)) parts.push_back(part);
+  return parts;
+}
+
+/** One task of every registered env family: the sweep covers all of them as they land. */
+std::vector<std::string> one_task_per_family() {
+  std::vector<std::string> tasks;
+  for (const auto& family : envs::env_families()) tasks.push_back(family.ids.front());
+  return tasks;
+}
+
+}  // namespace
+
+TEST_CASE("BALROG summary: SE = population std / sqrt(n); overall SE = sqrt(sum SE^2) / n_envs") {
+  std::vector<tools::EpisodeResult> episodes = {
+      {"m", "a", "a/1", 1.0}, {"m", "a", "a/1", 0.0}, {"m", "a", "a/2", 1.0}, {"m", "a", "a/2", 1.0}, {"m", "b", "b/1", 0.5}};
+  const auto rows = tools::summarize(episodes);
+  REQUIRE(rows.size() == 6u);  // a/1, a/2, a, b/1, b, overall
+  CHECK(rows[0].task == "a/1");
+  CHECK(rows[0].mean == doctest::Approx(50.0));
+  CHECK(rows[0].standard_error == doctest::Approx(50.0 / std::sqrt(2.0)));
+  CHECK(rows[1].standard_error == doctest::Approx(0.0));
+  CHECK(rows[2].task == "all");
+  CHECK(rows[2].mean == doctest::Approx(75.0));
+  CHECK(rows[2].standard_error == doctest::Approx(std::sqrt(0.1875) * 100 / 2.0));
+  CHECK(rows[5].env == "all");
+  CHECK(rows[5].mean == doctest::Approx((75.0 + 50.0) / 2));
+  CHECK(rows[5].standard_error == doctest::Approx(std::sqrt(0.1875) * 100 / 2.0 / 2));
+  const std::string svg = tools::summary_svg(rows);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("</svg>") != std::string::npos);
+}
+
+TEST_CASE("eval sweep: random and loopback HTTP agents over every env family, outputs checked, resume") {
+  const auto tasks = one_task_per_family();
+  test::OpenAiTestServer server([&](int index, const nlohmann::json&) {
+    // Alternate a garbled reply with a plain action name of the first family.
+    return test::ScriptedResponse{200, index % 3 == 0 ? "I am not sure." : "turn left", 0};
+  });
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string task_list;
+  for (const auto& task : tasks) task_list += (task_list.empty() ? "" : ", ") + task;
+  const std::string config = (dir / "sweep.yaml").string();
+  std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\n"
+                        << "tasks: [" << task_list << "]\n"
+                        << "episodes_per_task: 3\nseed: 5\nparallel_episodes: 4\nmax_steps_per_episode: 6\n"
+                        << "models:\n  - {name: random, type: random}\n"
+                        << "  - {name: loop, type: http, base_url: \"" << server.base_url()
+                        << "\", model: m, timeout_s: 5, retries: 1}\n";
+  const auto first = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(first.exit_code == 0, first.output);
+
+  const std::string jsonl = read(dir / "out/episodes.jsonl");
+  const auto lines = split(jsonl, '\n');
+  REQUIRE(lines.size() == 2 * 3 * tasks.size());
+  std::map<std::tuple<std::string, std::string>, std::vector<double>> progression;
+  for (const auto& line : lines) {
+    const auto record = nlohmann::json::parse(line);
+    const auto& turns = record.at("turns");
+    CHECK(turns.size() == record.at("steps").get<size_t>());
+    CHECK(turns.size() >= 1u);
+    CHECK(turns.size() <= 6u);
+    CHECK(record.at("seed").get<int>() == 5 + record.at("episode").get<int>());
+    double reward = 0.0;
+    for (const auto& turn : turns) {
+      CHECK(turn.at("prompt").size() >= 2u);
+      CHECK(turn.at("prompt")[0].at("role") == "user");
+      CHECK(turn.at("prompt").back().at("content").get<std::string>().find("Current Observation:") == 0);
+      CHECK(turn.at("action").is_string());
+      reward += turn.at("reward").get<double>();
+      if (record.at("model") == "loop") {
+        CHECK(turn.at("reply").get<std::string>().size() > 0);
+      }
+    }
+    CHECK(record.at("return").get<double>() == doctest::Approx(reward));
+    progression[{record.at("model"), record.at("task")}].push_back(record.at("progression"));
+  }
+  CHECK(server.requests() > 0);
+
+  // The CSV rows match the JSONL, with BALROG's SE recomputed here.
+  const auto csv = split(read(dir / "out/summary.csv"), '\n');
+  REQUIRE(csv.size() >= 1u);
+  CHECK(csv[0] == "model,env,task,episodes,progression_mean,standard_error");
+  size_t task_rows = 0;
+  for (size_t i = 1; i < csv.size(); ++i) {
+    const auto cells = split(csv[i], ',');
+    REQUIRE(cells.size() == 6u);
+    const auto found = progression.find({cells[0], cells[2]});
+    if (found == progression.end()) continue;
+    ++task_rows;
+    const auto& values = found->second;
+    double mean = 0, squares = 0;
+    for (double v : values) mean += 100 * v / values.size();
+    for (double v : values) squares += (100 * v - mean) * (100 * v - mean);
+    CHECK(std::stoul(cells[3]) == values.size());
+    CHECK(std::stod(cells[4]) == doctest::Approx(mean).epsilon(1e-3));
+    CHECK(std::stod(cells[5]) == doctest::Approx(std::sqrt(squares / values.size()) / std::sqrt(values.size())).epsilon(1e-3));
+  }
+  CHECK(task_rows == 2 * tasks.size());
+  CHECK(read(dir / "out/summary.md").find("| random |") != std::string::npos);
+  CHECK(read(dir / "out/summary.svg").find("</svg>") != std::string::npos);
+
+  // Resume: a torn last line is dropped, only the missing episode is redone.
+  {
+    std::string torn = jsonl;
+    const size_t cut = torn.rfind('\n', torn.size() - 2);
+    torn = torn.substr(0, cut + 1) + "{\"model\": \"ran";
+    std::ofstream(dir / "out/episodes.jsonl", std::ios::trunc) << torn;
+  }
+  const int before = server.requests();
+  const auto second = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(second.exit_code == 0, second.output);
+  CHECK(second.output.find("resuming") != std::string::npos);
+  CHECK(split(read(dir / "out/episodes.jsonl"), '\n').size() == lines.size());
+  CHECK(server.requests() - before <= 6);  // at most one episode of the HTTP model redone
+
+  // Unknown keys are rejected with the key and the file named.
+  const std::string bad = (dir / "bad.yaml").string();
+  std::ofstream(bad) << "tasks: [" << tasks[0] << "]\nmodels: [{name: r, type: random, colour: red}]\n";
+  const auto rejected = test::run_turnrl("eval --config " + bad);
+  CHECK(rejected.exit_code != 0);
+  CHECK(rejected.output.find("models[0].colour") != std::string::npos);
+  CHECK(rejected.output.find("bad.yaml") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}

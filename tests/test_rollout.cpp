@@ -1,0 +1,230 @@
+#include <doctest/doctest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "agents/random_agent.h"
+#include "envs/registry.h"
+#include "rollout_test_env.h"
+#include "trainer/env_slot.h"
+#include "trainer/episode_runner.h"
+#include "trainer/rollout.h"
+
+using namespace turnrl;
+
+namespace {
+
+trainer::RolloutConfig small_config(bool pipelined) {
+  trainer::RolloutConfig config;
+  config.n_env = 5;
+  config.e_len = 7;
+  config.seed = 42;
+  config.pipelined = pipelined;
+  config.batch_size = pipelined ? 2 : 0;
+  return config;
+}
+
+std::unique_ptr<envs::Env> counting_env(int) { return std::make_unique<test::CountingEnv>(); }
+
+/** (episode id, turn index) -> (reply, reward, done) over several collections. */
+using Trace = std::map<std::pair<uint64_t, int>, std::tuple<std::string, double, bool>>;
+
+Trace run(bool pipelined, int collections, std::vector<trainer::RolloutBatch>* batches = nullptr) {
+  agents::RandomAgent agent;
+  trainer::Rollout rollout(counting_env, agent, small_config(pipelined));
+  Trace trace;
+  for (int c = 0; c < collections; ++c) {
+    trainer::RolloutBatch batch = rollout.collect();
+    for (const auto& turn : batch.turns) {
+      const bool inserted = trace.emplace(std::make_pair(turn.episode_id, turn.turn_index),
+                                          std::make_tuple(turn.reply, turn.reward, turn.done()))
+                                .second;
+      CHECK_MESSAGE(inserted, "duplicate turn ", turn.episode_id, "/", turn.turn_index);
+    }
+    if (batches) batches->push_back(std::move(batch));
+  }
+  return trace;
+}
+
+}  // namespace
+
+TEST_CASE("fixed-turn batching: exact counts, time-major rows, bootstrap iff unfinished") {
+  std::vector<trainer::RolloutBatch> batches;
+  run(true, 4, &batches);
+  std::map<int, std::pair<uint64_t, int>> last_of_slot;  // slot -> (episode, next turn index)
+  for (const auto& batch : batches) {
+    REQUIRE(batch.turns.size() == 35u);
+    REQUIRE(batch.bootstrap.size() == 5u);
+    for (int t = 0; t < batch.e_len; ++t) {
+      for (int i = 0; i < batch.n_env; ++i) {
+        const auto& turn = batch.at(t, i);
+        CHECK(turn.slot == i);
+        CHECK_FALSE((turn.terminated && turn.truncated));
+        // Consecutive turns of a slot continue its episode or start a new one at turn 0.
+        if (auto previous = last_of_slot.find(i); previous != last_of_slot.end()) {
+          if (previous->second.first == turn.episode_id) {
+            CHECK(turn.turn_index == previous->second.second);
+          } else {
+            CHECK(turn.turn_index == 0);
+          }
+        }
+        last_of_slot[i] = turn.done() ? std::pair<uint64_t, int>(~uint64_t{0}, 0) : std::pair<uint64_t, int>(turn.episode_id, turn.turn_index + 1);
+      }
+    }
+    for (int i = 0; i < batch.n_env; ++i) {
+      const auto& last = batch.at(batch.e_len - 1, i);
+      CHECK(batch.bootstrap[i].has_value() == !last.done());
+      if (batch.bootstrap[i]) {
+        CHECK(batch.bootstrap[i]->episode_id == last.episode_id);
+        CHECK(batch.bootstrap[i]->messages.back().content.rfind("Current Observation:\nstep " + std::to_string(last.turn_index + 1), 0) == 0);
+      }
+    }
+  }
+  // Episodes straddle collections: at least one bootstrap seen, and every finished episode was
+  // reported with its full length.
+  size_t bootstraps = 0, finished = 0;
+  for (const auto& batch : batches) {
+    for (const auto& b : batch.bootstrap) bootstraps += b.has_value();
+    finished += batch.finished_episodes.size();
+    for (const auto& episode : batch.finished_episodes) CHECK(episode.length >= 1);
+  }
+  CHECK(bootstraps > 0);
+  CHECK(finished > 0);
+}
+
+TEST_CASE("no turn lost or duplicated; seeds reproducible; pipelined == lock-step") {
+  const Trace a = run(true, 3);
+  const Trace b = run(true, 3);
+  const Trace c = run(false, 3);
+  CHECK(a.size() == 105u);
+  CHECK(a == b);
+  CHECK(a == c);  // replies are seeded per request, so batching does not change the data
+  // Every episode's turns are numbered 0..k-1 without gaps.
+  std::map<uint64_t, int> count;
+  for (const auto& [key, value] : a) {
+    CHECK(key.second == count[key.first]);
+    ++count[key.first];
+  }
+}
+
+TEST_CASE("episode seeds come from a seeded stream per slot") {
+  std::vector<trainer::RolloutBatch> first, second;
+  run(true, 3, &first);
+  run(false, 3, &second);
+  std::set<uint64_t> seeds;
+  for (size_t k = 0; k < first.size(); ++k) {
+    for (size_t r = 0; r < first[k].turns.size(); ++r) {
+      CHECK(first[k].turns[r].episode_seed == second[k].turns[r].episode_seed);
+      seeds.insert(first[k].turns[r].episode_seed);
+    }
+  }
+  CHECK(seeds.size() > 5u);  // fresh seeds on auto-reset
+}
+
+TEST_CASE("invalid-action penalty, reward normalisation, terminated vs truncated") {
+  class Scripted : public agents::Agent {
+   public:
+    std::string name() const override { return "scripted"; }
+    std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
+      std::vector<agents::AgentReply> replies;
+      for (size_t i = 0; i < prompts.size(); ++i) replies.push_back({(calls_++ % 2) ? "ACTION: finish" : "nonsense", {}, {}, {}, false});
+      return replies;
+    }
+    int calls_ = 0;
+  } agent;
+  trainer::RolloutConfig config;
+  config.n_env = 1;
+  config.e_len = 4;
+  config.actions.invalid_action_penalty = -0.25;
+  config.normalize_reward_by_length = true;
+  trainer::Rollout rollout(counting_env, agent, config);
+  const auto batch = rollout.collect();
+  // Turn 0: invalid -> default "wait", penalty; turn 1: finish on step 2 -> terminated, reward 1.
+  CHECK_FALSE(batch.turns[0].valid_action);
+  CHECK(batch.turns[0].action == 0);
+  CHECK(batch.turns[0].reward == doctest::Approx(-0.125));  // normalised by the 2-turn episode
+  CHECK(batch.turns[1].terminated);
+  CHECK_FALSE(batch.turns[1].truncated);
+  CHECK(batch.turns[1].reward == doctest::Approx(0.5));
+  REQUIRE(batch.finished_episodes.size() >= 1);
+  CHECK(batch.finished_episodes[0].episode_return == doctest::Approx(0.75));
+  CHECK(batch.turns[2].turn_index == 0);
+}
+
+TEST_CASE("garbled replies never crash and always end in a valid action") {
+  std::string binary;
+  for (int c = 0; c < 256; ++c) binary.push_back(static_cast<char>(c));
+  const std::vector<std::string> replies = {
+      "", std::string(1 << 20, 'x'), binary, "I think I should go forward", "ACTION: turn left ACTION: toggle ACTION:",
+      "ACTION: go forward\nACTION: pick up", "action:", "Action", std::string("go\0forward", 10), "ACTION: \xff\xfe",
+      "ACTION:    GO_FORWARD  ", "turnleft"};
+  for (const std::string format : {"action-tag", "balrog"}) {
+    for (const std::string& id : envs::env_ids()) {
+      trainer::ActionConfig actions;
+      actions.reply_format = format == "balrog" ? envs::ReplyFormat::kBalrogNaive : envs::ReplyFormat::kActionTag;
+      actions.feedback_on_invalid_action = true;
+      actions.history_entry = trainer::HistoryEntry::kReplyWithExecuted;
+      trainer::EnvSlot slot(envs::make_env(id), memory::HistoryConfig{}, actions, 1);
+      slot.begin_episode(3);
+      for (const auto& reply : replies) {
+        if (slot.done()) slot.begin_episode(4);
+        const auto outcome = slot.apply(reply);
+        CHECK(outcome.action >= 0);
+        CHECK(outcome.action < slot.env().num_actions());
+        if (!outcome.valid) CHECK(outcome.reward == doctest::Approx(-0.1));
+        CHECK_FALSE(slot.prompt(nullptr).empty());
+      }
+    }
+  }
+  // A reply with several ACTIONs uses the last one (Verlog); synonyms translate.
+  trainer::EnvSlot slot(envs::make_env("babyai/goto"), memory::HistoryConfig{}, trainer::ActionConfig{}, 1);
+  slot.begin_episode(0);
+  CHECK(slot.apply("ACTION: go forward\nACTION: turn left").action == 0);
+  CHECK(slot.apply("ACTION: turnright").action == 1);
+  trainer::ActionConfig extra;
+  extra.translations["spin"] = {"turn left"};
+  trainer::EnvSlot translated(envs::make_env("babyai/goto"), memory::HistoryConfig{}, extra, 1);
+  translated.begin_episode(0);
+  const auto outcome = translated.apply("ACTION: spin");
+  CHECK(outcome.valid);
+  CHECK(outcome.action == 0);
+}
+
+TEST_CASE("BALROG feedback prefix after an invalid reply; raw reply in history") {
+  trainer::ActionConfig actions;
+  actions.reply_format = envs::ReplyFormat::kBalrogNaive;
+  actions.feedback_on_invalid_action = true;
+  trainer::EnvSlot slot(envs::make_env("babyai/goto"), memory::HistoryConfig{}, actions, 1);
+  slot.begin_episode(0);
+  slot.apply("Go forward!");
+  const auto messages = slot.prompt(nullptr);
+  REQUIRE(messages.size() == 4);
+  CHECK(messages[2].role == "assistant");
+  CHECK(messages[2].content == "Go forward");
+  CHECK(messages[3].content.rfind("Current Observation:\n\n\nYour previous output did not contain a valid action. "
+                                  "Defaulted to action: go forward\n\nObservation:\n",
+                                  0) == 0);
+}
+
+TEST_CASE("episode runner: every job once, whole episodes, text recorded") {
+  agents::RandomAgent agent;
+  std::vector<trainer::EpisodeJob> jobs;
+  for (size_t k = 0; k < 7; ++k) jobs.push_back({"babyai/goto", 100 + k, k});
+  trainer::EpisodeRunnerConfig config;
+  config.parallel_episodes = 3;
+  config.actions.max_turns = 10;
+  std::set<size_t> keys;
+  trainer::run_episodes(jobs, [](const std::string& id) { return envs::make_env(id); }, agent, config,
+                        [&](trainer::EpisodeLog&& log) {
+                          CHECK(keys.insert(log.job.key).second);
+                          CHECK(log.turns.size() >= 1u);
+                          CHECK(log.turns.size() <= 10u);
+                          CHECK((log.terminated || log.truncated));
+                          for (const auto& turn : log.turns) {
+                            CHECK(turn.reply == turn.action);
+                            CHECK(turn.prompt.size() >= 2u);
+                          }
+                        });
+  CHECK(keys.size() == 7u);
+}

@@ -1,0 +1,43 @@
+#pragma once
+// `turnrl eval` sweep configuration (YAML). Every key is validated: an unknown key, a wrong type
+// or a bad value is an error naming the key and the file.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainer/episode_runner.h"
+
+namespace turnrl::tools {
+
+struct EvalModel {
+  std::string name;
+  std::string type;  // random | http | llm
+  // http
+  std::string base_url, model, api_key_env;
+  double timeout_s = 60.0;
+  int retries = 3;
+  // llm
+  std::string path, device = "cpu";
+  // sampling (http and llm)
+  double temperature = 1.0;
+  int max_new_tokens = 64;
+};
+
+struct EvalConfig {
+  std::string file;
+  std::string output_dir = "eval-out";
+  std::vector<std::string> tasks;  // env ids, e.g. babyai/goto
+  int episodes_per_task = 1;
+  uint64_t seed = 0;
+  std::map<std::string, nlohmann::json> env_options;  // per family (the id's part before '/')
+  std::vector<EvalModel> models;
+  trainer::EpisodeRunnerConfig runner;
+};
+
+/** Loads and validates `path`; throws std::invalid_argument naming the file and the key. */
+EvalConfig load_eval_config(const std::string& path);
+
+}  // namespace turnrl::tools

@@ -1,0 +1,213 @@
+#include "trainer/ppo_collector.h"
+
+#include <algorithm>
+
+#include "agents/generation.h"
+#include "envs/registry.h"
+
+namespace turnrl::trainer {
+namespace {
+
+envs::ReplyFormat reply_format(const TrainConfig& config) {
+  return config.env.reply_format == "balrog" ? envs::ReplyFormat::kBalrogNaive : envs::ReplyFormat::kActionTag;
+}
+
+}  // namespace
+
+Actor::Actor(const TrainConfig& config, const agents::Tokenizer& tokenizer, const envs::Env& example_env)
+    : config_(config), tokenizer_(tokenizer) {
+  if (!config.sampling.action_tokens_only) return;
+  // Each action as one token where the vocabulary has it ("turn_left"), else the tokens of its name.
+  for (const auto& action : example_env.actions()) {
+    std::string joined = action.name;
+    std::replace(joined.begin(), joined.end(), ' ', '_');
+    const int32_t single = tokenizer.token_id(joined);
+    const std::vector<int32_t> ids = single >= 0 ? std::vector<int32_t>{single} : tokenizer.encode(action.name);
+    allowed_tokens_.insert(allowed_tokens_.end(), ids.begin(), ids.end());
+  }
+  if (config.sampling.max_response_tokens > 1) {
+    allowed_tokens_.insert(allowed_tokens_.end(), tokenizer.stop_ids().begin(), tokenizer.stop_ids().end());
+  }
+  std::sort(allowed_tokens_.begin(), allowed_tokens_.end());
+  allowed_tokens_.erase(std::unique(allowed_tokens_.begin(), allowed_tokens_.end()), allowed_tokens_.end());
+}
+
+agents::SamplingParams Actor::sampling(bool greedy, uint64_t seed) const {
+  agents::SamplingParams params;
+  params.temperature = static_cast<float>(config_.sampling.temperature);
+  params.top_p = static_cast<float>(config_.sampling.top_p);
+  params.max_new_tokens = config_.sampling.max_response_tokens;
+  params.greedy = greedy;
+  params.seed = seed;
+  params.allowed_tokens = allowed_tokens_;
+  return params;
+}
+
+std::vector<int32_t> Actor::prompt_ids(const memory::History& history) const {
+  const auto count = [this](const std::vector<memory::ChatMessage>& messages) {
+    return tokenizer_.encode_chat(messages, true).size();
+  };
+  return tokenizer_.encode_chat(history.messages(count), true);
+}
+
+memory::History Actor::make_history() const {
+  memory::HistoryConfig history;
+  history.max_turns = config_.env.history;
+  history.token_budget = static_cast<size_t>(config_.env.prompt_budget);
+  if (config_.env.prompt_format == "verlog") {
+    history.layout = memory::PromptLayout::kVerlog;
+    history.suffix = memory::verlog_format_instruction();
+  } else if (config_.env.prompt_format == "compact") {
+    history.suffix.clear();  // the goal line stands in for the instruction; no suffix
+  }
+  return memory::History(history);
+}
+
+std::string Actor::instruction(const envs::Env& env) const {
+  return config_.env.prompt_format == "compact" ? env.goal() : env.instruction_prompt();
+}
+
+std::string Actor::reply_text(const std::vector<int32_t>& ids) const {
+  std::vector<int32_t> text_ids = ids;
+  const auto& stops = tokenizer_.stop_ids();
+  if (!text_ids.empty() && std::find(stops.begin(), stops.end(), text_ids.back()) != stops.end()) text_ids.pop_back();
+  return tokenizer_.decode(text_ids);
+}
+
+PpoCollector::PpoCollector(const TrainConfig& config, const agents::Tokenizer& tokenizer, uint64_t seed)
+    : config_(config),
+      tokenizer_(tokenizer),
+      actor_(config, tokenizer, *envs::make_env(config.env.id, config.env.options)),
+      next_seed_(config.run.train_seed + seed * 10'000'000ULL),
+      generation_seed_(seed * 7919 + 1),
+      parse_rng_(seed) {
+  for (int i = 0; i < config.env.n_env; ++i) {
+    slots_.push_back(Slot{envs::make_env(config.env.id, config.env.options), actor_.make_history(), {}, true});
+  }
+}
+
+void PpoCollector::start_episode(Slot& slot) {
+  slot.env->reset(next_seed_++);
+  slot.history.reset(actor_.instruction(*slot.env));
+  slot.history.add_observation(slot.env->observe_text());
+  slot.stats = EpisodeStats{next_episode_++, 0.0, 0, 0.0, 0};
+  slot.needs_reset = false;
+}
+
+TurnBatch PpoCollector::collect(agents::Qwen2Model& policy, int e_len, std::vector<EpisodeStats>& finished) {
+  TurnBatch batch;
+  batch.n_env = static_cast<int>(slots_.size());
+  batch.e_len = e_len;
+  batch.turns.reserve(static_cast<size_t>(e_len) * slots_.size());
+  std::vector<std::vector<int32_t>> prompts(slots_.size());
+  for (int t = 0; t < e_len; ++t) {
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].needs_reset) start_episode(slots_[s]);
+      prompts[s] = actor_.prompt_ids(slots_[s].history);
+    }
+    const auto generations = agents::generate_tokens(policy, prompts, actor_.sampling(false, generation_seed_++),
+                                                     tokenizer_.pad_id(), tokenizer_.stop_ids());
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      Slot& slot = slots_[s];
+      Turn turn;
+      turn.slot = static_cast<int>(s);
+      turn.episode = slot.stats.episode;
+      turn.index = slot.stats.length;
+      turn.prompt_ids = prompts[s];
+      turn.response_ids = generations[s].ids;
+      turn.sample_logprobs = generations[s].logprobs;
+      turn.reply = actor_.reply_text(turn.response_ids);
+      const envs::ParsedAction parsed = envs::parse_action(turn.reply, *slot.env, reply_format(config_), parse_rng_);
+      const envs::StepResult result = slot.env->step(parsed.action);
+      double reward = result.reward;
+      if (config_.env.binary_reward && reward > 0) reward = 1.0;
+      if (!parsed.valid) reward = config_.env.invalid_penalty;  // replaces the step's reward, as Verlog does
+      turn.reward = reward;
+      turn.invalid = !parsed.valid;
+      ++slot.stats.length;
+      turn.terminated = result.terminated;
+      turn.truncated = result.truncated || (!result.terminated && slot.stats.length >= slot.env->max_steps());
+      slot.stats.total_reward += reward;
+      slot.stats.invalid_turns += !parsed.valid;
+      const std::string& executed = slot.env->actions()[parsed.action].name;
+      slot.history.add_reply(config_.env.history_entry == "raw" ? turn.reply : executed, executed);
+      if (turn.done()) {
+        slot.stats.progression = slot.env->progression();
+        finished.push_back(slot.stats);
+        slot.needs_reset = true;
+      } else {
+        envs::TextObservation observation = slot.env->observe_text();
+        if (!parsed.valid && config_.env.prompt_format == "balrog") {
+          observation.long_term = envs::invalid_action_feedback(executed) + observation.long_term;
+        }
+        slot.history.add_observation(observation);
+      }
+      batch.turns.push_back(std::move(turn));
+    }
+  }
+  batch.bootstrap_prompts.resize(slots_.size());
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (!slots_[s].needs_reset) batch.bootstrap_prompts[s] = actor_.prompt_ids(slots_[s].history);
+  }
+  return batch;
+}
+
+EvalResult evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer, agents::Qwen2Model& policy,
+                    uint64_t first_seed, int episodes, bool greedy) {
+  EvalResult result;
+  if (episodes <= 0) return result;
+  std::vector<std::unique_ptr<envs::Env>> envs;
+  for (int i = 0; i < episodes; ++i) {
+    envs.push_back(envs::make_env(config.env.id, config.env.options));
+    envs.back()->reset(first_seed + i);
+  }
+  const Actor actor(config, tokenizer, *envs.front());
+  std::vector<memory::History> histories;
+  for (int i = 0; i < episodes; ++i) {
+    histories.push_back(actor.make_history());
+    histories.back().reset(actor.instruction(*envs[i]));
+    histories.back().add_observation(envs[i]->observe_text());
+  }
+  std::vector<bool> running(episodes, true);
+  std::vector<int> lengths(episodes, 0);
+  std::vector<double> rewards(episodes, 0.0);
+  std::mt19937_64 parse_rng(first_seed);
+  for (uint64_t step = 0;; ++step) {
+    std::vector<int> active;
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < episodes; ++i) {
+      if (!running[i]) continue;
+      active.push_back(i);
+      prompts.push_back(actor.prompt_ids(histories[i]));
+    }
+    if (active.empty()) break;
+    const auto generations =
+        agents::generate_tokens(policy, prompts, actor.sampling(greedy, first_seed + step), tokenizer.pad_id(), tokenizer.stop_ids());
+    for (size_t a = 0; a < active.size(); ++a) {
+      const int i = active[a];
+      const std::string reply = actor.reply_text(generations[a].ids);
+      const envs::ParsedAction parsed = envs::parse_action(reply, *envs[i], reply_format(config), parse_rng);
+      const envs::StepResult step_result = envs[i]->step(parsed.action);
+      rewards[i] += step_result.reward;
+      ++lengths[i];
+      if (step_result.terminated || step_result.truncated || lengths[i] >= envs[i]->max_steps()) {
+        running[i] = false;
+        continue;
+      }
+      const std::string& executed = envs[i]->actions()[parsed.action].name;
+      histories[i].add_reply(config.env.history_entry == "raw" ? reply : executed, executed);
+      histories[i].add_observation(envs[i]->observe_text());
+    }
+  }
+  for (int i = 0; i < episodes; ++i) {
+    result.success += envs[i]->progression();
+    result.mean_reward += rewards[i];
+    result.mean_length += lengths[i];
+  }
+  result.success /= episodes;
+  result.mean_reward /= episodes;
+  result.mean_length /= episodes;
+  return result;
+}
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,83 @@
+#pragma once
+// The PPO learner's fixed-turn collection: n_env slots step in lock-step, one batched generation
+// per turn on the actor module being trained (trainer/rollout.h is the agent-driven, pipelined
+// collection for evaluation and remote models); episodes run on across collections.
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "agents/language_model.h"
+#include "agents/qwen2_model.h"
+#include "agents/tokenizer.h"
+#include "envs/action_parser.h"
+#include "envs/env.h"
+#include "memory/history.h"
+#include "trainer/train_config.h"
+#include "trainer/turn_batch.h"
+
+namespace turnrl::trainer {
+
+struct EpisodeStats {
+  int64_t episode = 0;
+  double total_reward = 0.0;
+  int length = 0;
+  double progression = 0.0;
+  int invalid_turns = 0;
+};
+
+/** Turns a TrainConfig into what acting needs: prompts, decoding constraints and reply parsing. */
+class Actor {
+ public:
+  Actor(const TrainConfig& config, const agents::Tokenizer& tokenizer, const envs::Env& example_env);
+  const std::vector<int32_t>& allowed_tokens() const { return allowed_tokens_; }
+  agents::SamplingParams sampling(bool greedy, uint64_t seed) const;
+  std::vector<int32_t> prompt_ids(const memory::History& history) const;
+  /** The window for one episode in the configured layout. */
+  memory::History make_history() const;
+  /** The first message: BALROG's instruction prompt, or the goal line for the compact layout. */
+  std::string instruction(const envs::Env& env) const;
+  /** The reply text without its stop token. */
+  std::string reply_text(const std::vector<int32_t>& ids) const;
+
+ private:
+  const TrainConfig& config_;
+  const agents::Tokenizer& tokenizer_;
+  std::vector<int32_t> allowed_tokens_;
+};
+
+class PpoCollector {
+ public:
+  PpoCollector(const TrainConfig& config, const agents::Tokenizer& tokenizer, uint64_t seed);
+  /** Exactly n_env x e_len turns; finished episodes' statistics are appended to `finished`. */
+  TurnBatch collect(agents::Qwen2Model& policy, int e_len, std::vector<EpisodeStats>& finished);
+  const Actor& actor() const { return actor_; }
+
+ private:
+  struct Slot {
+    std::unique_ptr<envs::Env> env;
+    memory::History history;
+    EpisodeStats stats;
+    bool needs_reset = true;
+  };
+  void start_episode(Slot& slot);
+
+  const TrainConfig& config_;
+  const agents::Tokenizer& tokenizer_;
+  std::vector<Slot> slots_;
+  Actor actor_;
+  uint64_t next_seed_;
+  int64_t next_episode_ = 0;
+  uint64_t generation_seed_;
+  std::mt19937_64 parse_rng_;
+};
+
+/** Greedy (or sampled) episodes on fixed seeds, all in one batch per turn; returns mean progression. */
+struct EvalResult {
+  double success = 0.0;
+  double mean_reward = 0.0;
+  double mean_length = 0.0;
+};
+EvalResult evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer, agents::Qwen2Model& policy,
+                    uint64_t first_seed, int episodes, bool greedy);
+
+}  // namespace turnrl::trainer
