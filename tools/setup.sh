@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev                  # the LLM policy, critic and trainer (agents/, trainer/)
   libopenblas0-pthread          # Debian's libtorch multiplies through the system BLAS: ~30x over the reference BLAS
-  libboost-dev libboost-fiber-dev libboost-context-dev  # fibers for rollouts, Asio/Beast for HTTP
+  libboost-dev libboost-system-dev libboost-fiber-dev libboost-context-dev  # Asio/Beast for HTTP, fibers
   libyaml-cpp-dev               # configs
   libspdlog-dev                 # logging
   nlohmann-json3-dev            # JSON Lines (golden data, metrics, tokenizer.json, safetensors headers)
