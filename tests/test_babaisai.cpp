@@ -263,6 +263,36 @@ TEST_CASE("things with push move in chains; win and lose end the episode") {
   CHECK(lost.reward == -1.0);
 }
 
+TEST_CASE("move, pull, open and shut") {
+  World world = empty_room(9, 7);
+  world.add({3, 2}, Object::default_thing(Thing::kBaba));
+  world.add({2, 2}, Object::thing_of(Thing::kKey, Color::kRed));
+  world.add({1, 4}, Object::thing_of(Thing::kBall, Color::kRed));
+  add_rule(world, Thing::kBaba, Property::kAgent, {1, 5});
+  add_rule(world, Thing::kKey, Property::kPull, {5, 5});
+  add_rule(world, Thing::kBall, Property::kMove, {4, 1});
+  world.start_episode();
+  world.step(kIdle);  // nothing moves on idle
+  CHECK(world.objects[world.grid.top({1, 4})].thing == Thing::kBall);
+  world.step(kRight);
+  CHECK(world.agent_pos == Pos{4, 2});
+  CHECK(world.objects[world.grid.top({3, 2})].thing == Thing::kKey);  // pulled along
+  CHECK(world.objects[world.grid.top({2, 4})].thing == Thing::kBall);  // moves on its own, facing right
+  CHECK(world.grid.top({1, 4}) == kNoObject);
+
+  World doors = empty_room(8, 6);
+  doors.add({1, 1}, Object::default_thing(Thing::kBaba));
+  doors.add({2, 1}, Object::thing_of(Thing::kDoor, Color::kRed));
+  add_rule(doors, Thing::kBaba, Property::kAgent, {1, 4});
+  add_rule(doors, Thing::kBaba, Property::kOpen, {4, 3});
+  add_rule(doors, Thing::kDoor, Property::kShut, {4, 2});
+  doors.start_episode();
+  doors.step(kRight);  // an "open" thing moving into a "shut" one destroys both
+  CHECK(doors.grid.top({1, 1}) == kNoObject);
+  CHECK(doors.grid.top({2, 1}) == kNoObject);
+  CHECK_FALSE(you_position(doors).has_value());
+}
+
 TEST_CASE("rules form horizontally and vertically, in discovery order, and replacements stack") {
   World world = empty_room(9, 9);
   world.add({4, 4}, Object::default_thing(Thing::kBaba));

@@ -1,6 +1,7 @@
 #include "envs/babaisai/babaisai_family.h"
 
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>

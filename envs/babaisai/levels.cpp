@@ -1,5 +1,6 @@
 #include "envs/babaisai/levels.h"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 

@@ -1,5 +1,7 @@
 #include "envs/babaisai/world.h"
 
+#include <stdexcept>
+
 namespace turnrl::envs::babaisai {
 namespace {
 

@@ -1,7 +1,6 @@
 #pragma once
 // A BabaIsAI level in play: the stacked grid, its objects, the active rules, and the original's
 // step (every "you" thing moves, pushing chains of pushable objects; rules are then re-read).
-#include <stdexcept>
 #include <vector>
 
 #include "envs/babaisai/grid.h"
