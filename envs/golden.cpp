@@ -25,6 +25,15 @@ bool same_number(const nlohmann::json& a, const nlohmann::json& b) {
 
 }  // namespace
 
+nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line) {
+  const int action = golden_line.at("action").get<int>();
+  const StepResult result = env.step(action);
+  return {{"action_text", env.actions()[action].name},
+          {"reward", result.reward},
+          {"terminated", result.terminated},
+          {"truncated", result.truncated}};
+}
+
 std::optional<FieldMismatch> first_difference(const nlohmann::json& expected, const nlohmann::json& got,
                                               const std::string& path) {
   if (expected.is_number() && got.is_number()) {

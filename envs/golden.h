@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "envs/env.h"
+
 namespace turnrl::envs {
 
 /** Replays one golden file of one family's format. Stateful: lines must come in file order. */
@@ -26,6 +28,10 @@ class GoldenReplayer {
     return std::nullopt;
   }
 };
+
+/** Steps `env` with the golden line's `action`; returns the fields every step record shares
+ *  (action_text, reward, terminated, truncated). */
+nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line);
 
 /** A difference between a golden field and ours; `path` names the field (e.g. `grid[3]`). */
 struct FieldMismatch {

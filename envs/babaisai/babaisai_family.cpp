@@ -95,12 +95,7 @@ class BabaReplayer final : public GoldenReplayer {
       out["target_plan"] = env_->target_plan();
       out["rng_trace"] = rng_trace_json(trace_);
     } else {
-      const int action = golden.at("action").get<int>();
-      const StepResult result = env_->step(action);
-      out["action_text"] = env_->actions()[action].name;
-      out["reward"] = result.reward;
-      out["terminated"] = result.terminated;
-      out["truncated"] = result.truncated;
+      out = replay_step(*env_, golden);
       if (env_->last_step_reset_level()) {
         out["wrapper_reset"] = true;
         out["rng_trace"] = rng_trace_json(trace_);

@@ -57,12 +57,7 @@ class BabyAIReplayer final : public GoldenReplayer {
       for (const RngCall& call : trace) calls.push_back({"integers", call.low, call.high, call.result});
       out["rng_trace"] = std::move(calls);
     } else {
-      const int action = golden.at("action").get<int>();
-      const StepResult result = env_->step(action);
-      out["action_text"] = env_->actions()[action].name;
-      out["reward"] = result.reward;
-      out["terminated"] = result.terminated;
-      out["truncated"] = result.truncated;
+      out = replay_step(*env_, golden);
     }
     add_state(out);
     return out;
