@@ -1,11 +1,7 @@
 #include "agents/language_model.h"
 
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
-#include <numeric>
 #include <optional>
-#include <random>
 
 #include "agents/generation.h"
 #include "agents/qwen2_model.h"
