@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -10,55 +11,148 @@
 namespace turnrl::envs::crafter {
 namespace {
 
-/** worldgen._simplex: weighted octaves (x and y scaled by each size, z not), optionally normalised. */
-class Noise {
- public:
-  explicit Noise(int64_t seed) : simplex_(seed) {}
-
-  double operator()(double x, double y, double z, std::initializer_list<std::pair<int, double>> sizes,
-                    bool normalize = true) const {
-    double value = 0;
-    double weights = 0;
-    for (const auto& [size, weight] : sizes) {
-      value += weight * simplex_.noise3(x / size, y / size, z);
-      weights += weight;
-    }
-    if (normalize) value /= weights;
-    return value;
+/** worldgen._simplex's weighted sum of octaves, optionally normalised (same order of operations). */
+double combine(std::initializer_list<std::pair<double, double>> weighted_octaves, bool normalize) {
+  double value = 0;
+  double weights = 0;
+  for (const auto& [weight, octave] : weighted_octaves) {
+    value += weight * octave;
+    weights += weight;
   }
-  double operator()(double x, double y, double z, int size) const { return (*this)(x, y, z, {{size, 1.0}}); }
+  if (normalize) value /= weights;
+  return value;
+}
 
- private:
-  OpenSimplex simplex_;
+/** A coordinate as worldgen passes it to _simplex: the cell index times `multiplier` over `divisor`. */
+struct Coordinate {
+  double multiplier = 1;
+  double divisor = 1;
+  double operator()(int cell) const { return cell * multiplier / divisor; }  // x1 and /1 are exact
 };
 
-Material terrain(World& world, const Noise& noise, int x, int y, Pos player, bool& tunnel) {
-  RandomState& random = world.random;
+/**
+ * One octave of worldgen._simplex over the area, noise3(x / size, y / size, z), cached per cell.
+ * Noise is pure, so cells can be computed in any order: `prefetch` computes one field at a time in
+ * scan order, where neighbouring cells take the same branches through the noise and the branch
+ * predictor makes each call about 1.5x cheaper than the interleaved calls of the scan itself.
+ */
+class OctaveField {
+ public:
+  OctaveField(const OpenSimplex& simplex, int width, int height, double z, int size, Coordinate x = {},
+              Coordinate y = {})
+      : simplex_(simplex), height_(height), z_(z), size_(size), x_(x), y_(y),
+        values_(static_cast<size_t>(width) * height, std::numeric_limits<double>::quiet_NaN()) {}
+
+  double at(int x, int y) {
+    double& value = values_[static_cast<size_t>(x) * height_ + y];
+    if (std::isnan(value)) value = simplex_.noise3(x_(x) / size_, y_(y) / size_, z_);
+    return value;
+  }
+
+  template <class Needed>
+  void prefetch(int width, Needed needed) {
+    for (int x = 0; x < width; ++x)
+      for (int y = 0; y < height_; ++y)
+        if (needed(x, y)) at(x, y);
+  }
+
+ private:
+  const OpenSimplex& simplex_;
+  int height_;
+  double z_;
+  int size_;
+  Coordinate x_, y_;
+  std::vector<double> values_;
+};
+
+/** Every octave the terrain rules read, named after what it decides. */
+struct TerrainNoise {
+  TerrainNoise(const OpenSimplex& simplex, int width, int height)
+      : start(simplex, width, height, 8, 3),
+        water_15(simplex, width, height, 3, 15),
+        water_5(simplex, width, height, 3, 5),
+        mountain_15(simplex, width, height, 0, 15),
+        mountain_5(simplex, width, height, 0, 5),
+        cave(simplex, width, height, 6, 7),
+        horizontal_tunnel(simplex, width, height, 7, 3, {2, 1}, {1, 5}),
+        vertical_tunnel(simplex, width, height, 7, 3, {1, 5}, {2, 1}),
+        coal(simplex, width, height, 1, 8),
+        iron(simplex, width, height, 2, 6),
+        lava(simplex, width, height, 6, 5),
+        sand(simplex, width, height, 4, 9),
+        tree(simplex, width, height, 5, 7) {}
+
+  OctaveField start, water_15, water_5, mountain_15, mountain_5, cave, horizontal_tunnel, vertical_tunnel, coal,
+      iron, lava, sand, tree;
+};
+
+/** The three smooth quantities every cell's material derives from. Single-octave noise is used as is:
+ *  _simplex's sum over one octave with weight 1 returns it unchanged. */
+struct Climate {
+  double start, water, mountain;
+};
+
+Climate climate(TerrainNoise& noise, int x, int y, Pos player) {
   const int dx = x - player.x, dy = y - player.y;
   double start = 4 - std::sqrt(static_cast<double>(dx * dx + dy * dy));
-  start += 2 * noise(x, y, 8, 3);
+  start += 2 * noise.start.at(x, y);
   start = 1 / (1 + std::exp(-start));
-  double water = noise(x, y, 3, {{15, 1.0}, {5, 0.15}}, false) + 0.1;
+  double water = combine({{1.0, noise.water_15.at(x, y)}, {0.15, noise.water_5.at(x, y)}}, false) + 0.1;
   water -= 2 * start;
-  double mountain = noise(x, y, 0, {{15, 1.0}, {5, 0.3}});
+  double mountain = combine({{1.0, noise.mountain_15.at(x, y)}, {0.3, noise.mountain_5.at(x, y)}}, true);
   mountain -= 4 * start + 0.3 * water;
-  if (start > 0.5) return Material::kGrass;
-  if (mountain > 0.15) {
-    if (noise(x, y, 6, 7) > 0.15 && mountain > 0.3) return Material::kPath;
-    if (noise(2 * x, y / 5.0, 7, 3) > 0.4 || noise(x / 5.0, 2 * y, 7, 3) > 0.4) {
+  return {start, water, mountain};
+}
+
+bool is_mountain(const Climate& c) { return c.start <= 0.5 && c.mountain > 0.15; }
+
+Material terrain(World& world, TerrainNoise& noise, const Climate& c, int x, int y, bool& tunnel) {
+  RandomState& random = world.random;
+  if (c.start > 0.5) return Material::kGrass;
+  if (c.mountain > 0.15) {
+    if (noise.cave.at(x, y) > 0.15 && c.mountain > 0.3) return Material::kPath;
+    if (noise.horizontal_tunnel.at(x, y) > 0.4 || noise.vertical_tunnel.at(x, y) > 0.4) {
       tunnel = true;
       return Material::kPath;
     }
-    if (noise(x, y, 1, 8) > 0 && random.uniform() > 0.85) return Material::kCoal;
-    if (noise(x, y, 2, 6) > 0.4 && random.uniform() > 0.75) return Material::kIron;
-    if (mountain > 0.18 && random.uniform() > 0.994) return Material::kDiamond;
-    if (mountain > 0.3 && noise(x, y, 6, 5) > 0.35) return Material::kLava;
+    if (noise.coal.at(x, y) > 0 && random.uniform() > 0.85) return Material::kCoal;
+    if (noise.iron.at(x, y) > 0.4 && random.uniform() > 0.75) return Material::kIron;
+    if (c.mountain > 0.18 && random.uniform() > 0.994) return Material::kDiamond;
+    if (c.mountain > 0.3 && noise.lava.at(x, y) > 0.35) return Material::kLava;
     return Material::kStone;
   }
-  if (0.25 < water && water <= 0.35 && noise(x, y, 4, 9) > -0.2) return Material::kSand;
-  if (0.3 < water) return Material::kWater;
-  if (noise(x, y, 5, 7) > 0 && random.uniform() > 0.8) return Material::kTree;
+  if (0.25 < c.water && c.water <= 0.35 && noise.sand.at(x, y) > -0.2) return Material::kSand;
+  if (0.3 < c.water) return Material::kWater;
+  if (noise.tree.at(x, y) > 0 && random.uniform() > 0.8) return Material::kTree;
   return Material::kGrass;
+}
+
+/**
+ * Computes, field by field, the octaves `terrain` will read. The conditions follow terrain's rules
+ * but may over-approximate (past a random draw they must): a cell left out is computed on demand.
+ */
+void prefetch_noise(TerrainNoise& noise, const std::vector<Climate>& climates, int width, int height) {
+  const auto cell = [&](int x, int y) -> const Climate& { return climates[static_cast<size_t>(x) * height + y]; };
+  const auto mountain = [&](int x, int y) { return is_mountain(cell(x, y)); };
+  const auto not_cave = [&](int x, int y) {
+    return mountain(x, y) && !(noise.cave.at(x, y) > 0.15 && cell(x, y).mountain > 0.3);
+  };
+  const auto ore = [&](int x, int y) {
+    return not_cave(x, y) && !(noise.horizontal_tunnel.at(x, y) > 0.4) && !(noise.vertical_tunnel.at(x, y) > 0.4);
+  };
+  const auto lowland = [&](int x, int y) { return cell(x, y).start <= 0.5 && !(cell(x, y).mountain > 0.15); };
+  noise.cave.prefetch(width, mountain);
+  noise.horizontal_tunnel.prefetch(width, not_cave);
+  noise.vertical_tunnel.prefetch(width, [&](int x, int y) {
+    return not_cave(x, y) && !(noise.horizontal_tunnel.at(x, y) > 0.4);
+  });
+  noise.coal.prefetch(width, ore);
+  noise.iron.prefetch(width, ore);
+  noise.lava.prefetch(width, [&](int x, int y) { return ore(x, y) && cell(x, y).mountain > 0.3; });
+  noise.sand.prefetch(width, [&](int x, int y) {
+    return lowland(x, y) && 0.25 < cell(x, y).water && cell(x, y).water <= 0.35;
+  });
+  noise.tree.prefetch(width, [&](int x, int y) { return lowland(x, y) && cell(x, y).water <= 0.35; });
 }
 
 void place_creature(World& world, int x, int y, Pos player, bool tunnel) {
@@ -87,17 +181,28 @@ void place_creature(World& world, int x, int y, Pos player, bool tunnel) {
 }  // namespace
 
 void generate_world(World& world, Pos player) {
-  const Noise noise(world.random.randint(0, (int64_t{1} << 31) - 1));
-  std::vector<uint8_t> tunnels(static_cast<size_t>(world.width()) * world.height(), 0);
-  for (int x = 0; x < world.width(); ++x) {
-    for (int y = 0; y < world.height(); ++y) {
+  const int width = world.width(), height = world.height();
+  const OpenSimplex simplex(world.random.randint(0, (int64_t{1} << 31) - 1));
+  TerrainNoise noise(simplex, width, height);
+  const auto everywhere = [](int, int) { return true; };
+  for (OctaveField* field : {&noise.start, &noise.water_15, &noise.water_5, &noise.mountain_15, &noise.mountain_5})
+    field->prefetch(width, everywhere);
+  std::vector<Climate> climates(static_cast<size_t>(width) * height);
+  for (int x = 0; x < width; ++x)
+    for (int y = 0; y < height; ++y) climates[static_cast<size_t>(x) * height + y] = climate(noise, x, y, player);
+  prefetch_noise(noise, climates, width, height);
+
+  std::vector<uint8_t> tunnels(static_cast<size_t>(width) * height, 0);
+  for (int x = 0; x < width; ++x) {
+    for (int y = 0; y < height; ++y) {
+      const size_t index = static_cast<size_t>(x) * height + y;
       bool tunnel = false;
-      world.set_material({x, y}, terrain(world, noise, x, y, player, tunnel));
-      tunnels[x * world.height() + y] = tunnel;
+      world.set_material({x, y}, terrain(world, noise, climates[index], x, y, tunnel));
+      tunnels[index] = tunnel;
     }
   }
-  for (int x = 0; x < world.width(); ++x) {
-    for (int y = 0; y < world.height(); ++y) place_creature(world, x, y, player, tunnels[x * world.height() + y]);
+  for (int x = 0; x < width; ++x) {
+    for (int y = 0; y < height; ++y) place_creature(world, x, y, player, tunnels[static_cast<size_t>(x) * height + y]);
   }
 }
 
