@@ -52,6 +52,17 @@ std::string normalise(std::string_view raw, const ActionTextRules& rules) {
   return strip(text);
 }
 
+/** re.sub(r"\(.*?\)", "", text): each "(" up to the next ")"; an unclosed "(" stays. */
+std::string drop_parenthesised_groups(std::string text) {
+  size_t open = 0;
+  while ((open = text.find('(', open)) != std::string::npos) {
+    const size_t close = text.find(')', open);
+    if (close == std::string::npos) break;
+    text.erase(open, close - open + 1);
+  }
+  return text;
+}
+
 int index_of(const Env& env, const std::string& name) {
   const auto& actions = env.actions();
   for (size_t i = 0; i < actions.size(); ++i) {
@@ -79,6 +90,11 @@ ParsedAction parse_action(std::string_view reply, const Env& env, ReplyFormat fo
       parsed.candidate = options.size() == 1
                              ? options.front()
                              : options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)];
+    }
+    const std::string& word = env.text_rules().drop_parenthesised_after;
+    if (!word.empty() && parsed.candidate.find(word) != std::string::npos &&
+        parsed.candidate.find('(') != std::string::npos) {
+      parsed.candidate = strip(drop_parenthesised_groups(parsed.candidate));
     }
   }
   const int index = index_of(env, parsed.candidate);

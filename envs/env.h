@@ -35,6 +35,8 @@ struct ActionTextRules {
   bool drop_trailing_punctuation = false;  // Crafter drops one trailing '.' or ','
   /** Synonym -> one or more action names; several are chosen between uniformly. */
   std::map<std::string, std::vector<std::string>> translations;
+  /** After translation: a result containing this word and "(" loses every "(...)" group (Crafter: "Do"). */
+  std::string drop_parenthesised_after;
 };
 
 /**

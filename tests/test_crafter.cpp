@@ -199,6 +199,8 @@ TEST_CASE("text rules translate Verlog's synonyms") {
   CHECK(parse_action("ACTION: move west.", *env, ReplyFormat::kActionTag, rng).action == action::kMoveLeft);
   CHECK(parse_action("ACTION: chop tree\nmore", *env, ReplyFormat::kActionTag, rng).action == action::kDo);
   CHECK(parse_action("ACTION: make crafting table", *env, ReplyFormat::kActionTag, rng).action == action::kPlaceTable);
+  CHECK(parse_action("ACTION: do (chop tree)", *env, ReplyFormat::kActionTag, rng).action == action::kDo);
+  CHECK_FALSE(parse_action("ACTION: noop (wait)", *env, ReplyFormat::kActionTag, rng).valid);
   const int diagonal = parse_action("ACTION: move north-west", *env, ReplyFormat::kActionTag, rng).action;
   CHECK((diagonal == action::kMoveUp || diagonal == action::kMoveLeft));
   const ParsedAction invalid = parse_action("ACTION: fly", *env, ReplyFormat::kActionTag, rng);

@@ -121,6 +121,21 @@ TEST_CASE("title-case rules and synonyms with several targets") {
   CHECK(seen[3] > 0);
 }
 
+TEST_CASE("parenthesised groups dropped after the configured word only") {
+  ActionTextRules rules;
+  rules.letter_case = ActionTextRules::Case::kTitle;
+  rules.drop_parenthesised_after = "Move";
+  ToyEnv env(rules);
+  std::mt19937_64 rng(0);
+  CHECK(parse_action("ACTION: move north (towards the tree)", env, ReplyFormat::kActionTag, rng).action == 3);
+  CHECK(parse_action("ACTION: move north (a)(b) ", env, ReplyFormat::kActionTag, rng).action == 3);
+  CHECK_FALSE(parse_action("ACTION: move (a) north", env, ReplyFormat::kActionTag, rng).valid);  // "Move  North"
+  CHECK_FALSE(parse_action("ACTION: move north (unclosed", env, ReplyFormat::kActionTag, rng).valid);
+  rules.drop_parenthesised_after.clear();
+  ToyEnv plain(rules);
+  CHECK_FALSE(parse_action("ACTION: move north (towards the tree)", plain, ReplyFormat::kActionTag, rng).valid);
+}
+
 TEST_CASE("out-of-range actions throw") {
   ToyEnv env({});
   CHECK_THROWS_AS(env.step(4), std::out_of_range);

@@ -217,6 +217,7 @@ const ActionTextRules& CrafterEnv::text_rules() const {
     rules.underscores_to_spaces = false;
     rules.cut_at_newline = true;
     rules.drop_trailing_punctuation = true;
+    rules.drop_parenthesised_after = "Do";
     const std::pair<const char*, const char*> kDiagonals[] = {
         {"North", "West"}, {"South", "West"}, {"North", "East"}, {"South", "East"}};
     for (const auto& [vertical, horizontal] : kDiagonals) {
