@@ -151,6 +151,18 @@ TEST_CASE("configs validate every key and name the file and line") {
   CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("f.yaml", base + "env:\n  prompt_format: fancy\n")),
                        doctest::Contains("prompt_format"), std::invalid_argument);
   CHECK_THROWS_AS(TrainConfig::load("/tmp/turnrl_configs/missing.yaml"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("h.yaml", base + "env:\n  id: babyai/gotoo\n")),
+                       doctest::Contains("h.yaml:4: key 'env.id' names an unknown environment 'babyai/gotoo'"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("i.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 1\n")),
+                       doctest::Contains("i.yaml:5: key 'env.n_env' must be at least the number of tasks"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("j.yaml", base + "env:\n  id: []\n")),
+                       doctest::Contains("key 'env.id' must not be an empty list"), std::invalid_argument);
+  const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
+  CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
+  // The resolved config (saved beside checkpoints) loads back to the same tasks.
+  CHECK(TrainConfig::load(write_config("l.yaml", mix.to_yaml())).env.ids == mix.env.ids);
   // A missing model folder without a preset is refused before any work starts.
   auto result = turnrl::test::run_turnrl("train --config " + write_config("g.yaml", "model:\n  path: /tmp/no/such/model\n"));
   CHECK(result.exit_code == 1);

@@ -8,22 +8,31 @@
 namespace turnrl::trainer {
 namespace {
 
+std::vector<std::unique_ptr<envs::Env>> one_env_per_task(const TrainConfig& config) {
+  std::vector<std::unique_ptr<envs::Env>> envs;
+  for (const std::string& id : config.env.ids) envs.push_back(envs::make_env(id, config.env.options));
+  return envs;
+}
+
 envs::ReplyFormat reply_format(const TrainConfig& config) {
   return config.env.reply_format == "balrog" ? envs::ReplyFormat::kBalrogNaive : envs::ReplyFormat::kActionTag;
 }
 
 }  // namespace
 
-Actor::Actor(const TrainConfig& config, const agents::Tokenizer& tokenizer, const envs::Env& example_env)
+Actor::Actor(const TrainConfig& config, const agents::Tokenizer& tokenizer,
+             const std::vector<std::unique_ptr<envs::Env>>& task_envs)
     : config_(config), tokenizer_(tokenizer) {
   if (!config.sampling.action_tokens_only) return;
   // Each action as one token where the vocabulary has it ("turn_left"), else the tokens of its name.
-  for (const auto& action : example_env.actions()) {
-    std::string joined = action.name;
-    std::replace(joined.begin(), joined.end(), ' ', '_');
-    const int32_t single = tokenizer.token_id(joined);
-    const std::vector<int32_t> ids = single >= 0 ? std::vector<int32_t>{single} : tokenizer.encode(action.name);
-    allowed_tokens_.insert(allowed_tokens_.end(), ids.begin(), ids.end());
+  for (const auto& env : task_envs) {
+    for (const auto& action : env->actions()) {
+      std::string joined = action.name;
+      std::replace(joined.begin(), joined.end(), ' ', '_');
+      const int32_t single = tokenizer.token_id(joined);
+      const std::vector<int32_t> ids = single >= 0 ? std::vector<int32_t>{single} : tokenizer.encode(action.name);
+      allowed_tokens_.insert(allowed_tokens_.end(), ids.begin(), ids.end());
+    }
   }
   if (config.sampling.max_response_tokens > 1) {
     allowed_tokens_.insert(allowed_tokens_.end(), tokenizer.stop_ids().begin(), tokenizer.stop_ids().end());
@@ -77,12 +86,13 @@ std::string Actor::reply_text(const std::vector<int32_t>& ids) const {
 PpoCollector::PpoCollector(const TrainConfig& config, const agents::Tokenizer& tokenizer, uint64_t seed)
     : config_(config),
       tokenizer_(tokenizer),
-      actor_(config, tokenizer, *envs::make_env(config.env.id, config.env.options)),
+      actor_(config, tokenizer, one_env_per_task(config)),
       next_seed_(config.run.train_seed + seed * 10'000'000ULL),
       generation_seed_(seed * 7919 + 1),
       parse_rng_(seed) {
   for (int i = 0; i < config.env.n_env; ++i) {
-    slots_.push_back(Slot{envs::make_env(config.env.id, config.env.options), actor_.make_history(), {}, true});
+    const std::string& task = config.env.ids[static_cast<size_t>(i) % config.env.ids.size()];
+    slots_.push_back(Slot{envs::make_env(task, config.env.options), actor_.make_history(), {}, true});
   }
 }
 
@@ -152,30 +162,36 @@ TurnBatch PpoCollector::collect(agents::Qwen2Model& policy, int e_len, std::vect
   return batch;
 }
 
-EvalResult evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer, agents::Qwen2Model& policy,
-                    uint64_t first_seed, int episodes, bool greedy) {
-  EvalResult result;
-  if (episodes <= 0) return result;
+std::vector<EvalResult> evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer,
+                                 agents::Qwen2Model& policy, uint64_t first_seed, int episodes, bool greedy) {
+  const size_t tasks = config.env.ids.size();
+  std::vector<EvalResult> results(tasks);
+  for (size_t k = 0; k < tasks; ++k) results[k].task = config.env.ids[k];
+  if (episodes <= 0) return results;
+  // Row k * episodes + i: episode i of task k.
   std::vector<std::unique_ptr<envs::Env>> envs;
-  for (int i = 0; i < episodes; ++i) {
-    envs.push_back(envs::make_env(config.env.id, config.env.options));
-    envs.back()->reset(first_seed + i);
+  for (size_t k = 0; k < tasks; ++k) {
+    for (int i = 0; i < episodes; ++i) {
+      envs.push_back(envs::make_env(config.env.ids[k], config.env.options));
+      envs.back()->reset(first_seed + i);
+    }
   }
-  const Actor actor(config, tokenizer, *envs.front());
+  const Actor actor(config, tokenizer, one_env_per_task(config));
+  const size_t rows = envs.size();
   std::vector<memory::History> histories;
-  for (int i = 0; i < episodes; ++i) {
+  for (size_t i = 0; i < rows; ++i) {
     histories.push_back(actor.make_history());
     histories.back().reset(actor.instruction(*envs[i]));
     histories.back().add_observation(envs[i]->observe_text());
   }
-  std::vector<bool> running(episodes, true);
-  std::vector<int> lengths(episodes, 0);
-  std::vector<double> rewards(episodes, 0.0);
+  std::vector<bool> running(rows, true);
+  std::vector<int> lengths(rows, 0);
+  std::vector<double> rewards(rows, 0.0);
   std::mt19937_64 parse_rng(first_seed);
   for (uint64_t step = 0;; ++step) {
-    std::vector<int> active;
+    std::vector<size_t> active;
     std::vector<std::vector<int32_t>> prompts;
-    for (int i = 0; i < episodes; ++i) {
+    for (size_t i = 0; i < rows; ++i) {
       if (!running[i]) continue;
       active.push_back(i);
       prompts.push_back(actor.prompt_ids(histories[i]));
@@ -184,7 +200,7 @@ EvalResult evaluate(const TrainConfig& config, const agents::Tokenizer& tokenize
     const auto generations =
         agents::generate_tokens(policy, prompts, actor.sampling(greedy, first_seed + step), tokenizer.pad_id(), tokenizer.stop_ids());
     for (size_t a = 0; a < active.size(); ++a) {
-      const int i = active[a];
+      const size_t i = active[a];
       const std::string reply = actor.reply_text(generations[a].ids);
       const envs::ParsedAction parsed = envs::parse_action(reply, *envs[i], reply_format(config), parse_rng);
       const envs::StepResult step_result = envs[i]->step(parsed.action);
@@ -199,15 +215,13 @@ EvalResult evaluate(const TrainConfig& config, const agents::Tokenizer& tokenize
       histories[i].add_observation(envs[i]->observe_text());
     }
   }
-  for (int i = 0; i < episodes; ++i) {
-    result.success += envs[i]->progression();
-    result.mean_reward += rewards[i];
-    result.mean_length += lengths[i];
+  for (size_t i = 0; i < rows; ++i) {
+    EvalResult& result = results[i / static_cast<size_t>(episodes)];
+    result.success += envs[i]->progression() / episodes;
+    result.mean_reward += rewards[i] / episodes;
+    result.mean_length += static_cast<double>(lengths[i]) / episodes;
   }
-  result.success /= episodes;
-  result.mean_reward /= episodes;
-  result.mean_length /= episodes;
-  return result;
+  return results;
 }
 
 }  // namespace turnrl::trainer

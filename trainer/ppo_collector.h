@@ -28,7 +28,9 @@ struct EpisodeStats {
 /** Turns a TrainConfig into what acting needs: prompts, decoding constraints and reply parsing. */
 class Actor {
  public:
-  Actor(const TrainConfig& config, const agents::Tokenizer& tokenizer, const envs::Env& example_env);
+  /** `task_envs`: one env per task, whose action names make up the allowed tokens. */
+  Actor(const TrainConfig& config, const agents::Tokenizer& tokenizer,
+        const std::vector<std::unique_ptr<envs::Env>>& task_envs);
   const std::vector<int32_t>& allowed_tokens() const { return allowed_tokens_; }
   agents::SamplingParams sampling(bool greedy, uint64_t seed) const;
   std::vector<int32_t> prompt_ids(const memory::History& history) const;
@@ -71,13 +73,16 @@ class PpoCollector {
   std::mt19937_64 parse_rng_;
 };
 
-/** Greedy (or sampled) episodes on fixed seeds, all in one batch per turn; returns mean progression. */
+/** Mean progression, reward and length of one task's evaluation episodes. */
 struct EvalResult {
+  std::string task;
   double success = 0.0;
   double mean_reward = 0.0;
   double mean_length = 0.0;
 };
-EvalResult evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer, agents::Qwen2Model& policy,
-                    uint64_t first_seed, int episodes, bool greedy);
+/** `episodes` greedy (or sampled) episodes per task on seeds first_seed, first_seed + 1, ...,
+ *  all tasks in one batch per turn; one result per task, in config order. */
+std::vector<EvalResult> evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer,
+                                 agents::Qwen2Model& policy, uint64_t first_seed, int episodes, bool greedy);
 
 }  // namespace turnrl::trainer

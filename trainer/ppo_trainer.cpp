@@ -308,15 +308,28 @@ void PpoTrainer::train() {
   auto elapsed = [&] { return s.elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); };
   auto eval_now = [&](int iteration) {
     if (c.run.eval_episodes <= 0) return;
-    const EvalResult greedy = evaluate(c, *s.tokenizer, s.actor, c.run.eval_seed, c.run.eval_episodes, true);
-    s.curve.push_back({elapsed() / 60.0, iteration, greedy.success});
-    nlohmann::json line = {{"type", "eval"},           {"iteration", iteration}, {"minutes", elapsed() / 60.0},
-                           {"greedy_success", greedy.success}, {"mean_reward", greedy.mean_reward},
-                           {"mean_length", greedy.mean_length}, {"episodes", c.run.eval_episodes}};
+    const std::vector<EvalResult> tasks = evaluate(c, *s.tokenizer, s.actor, c.run.eval_seed, c.run.eval_episodes, true);
+    double success = 0, reward = 0, length = 0;
+    nlohmann::json per_task = nlohmann::json::object();
+    for (const EvalResult& task : tasks) {
+      success += task.success / tasks.size();
+      reward += task.mean_reward / tasks.size();
+      length += task.mean_length / tasks.size();
+      per_task[task.task] = task.success;
+    }
+    s.curve.push_back({elapsed() / 60.0, iteration, success});
+    const nlohmann::json line = {{"type", "eval"},           {"iteration", iteration},     {"minutes", elapsed() / 60.0},
+                                 {"greedy_success", success}, {"mean_reward", reward},      {"mean_length", length},
+                                 {"episodes", c.run.eval_episodes}, {"task_success", per_task}};
     metrics << line.dump() << "\n" << std::flush;
-    spdlog::info("eval  iter {:4d} | {:5.1f} min | greedy success {:.3f} on {} seeds from {} | mean length {:.1f}", iteration,
-                 elapsed() / 60.0, greedy.success, c.run.eval_episodes, c.run.eval_seed, greedy.mean_length);
-    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.id);
+    spdlog::info("eval  iter {:4d} | {:5.1f} min | greedy success {:.3f} on {} seeds from {} per task | mean length {:.1f}",
+                 iteration, elapsed() / 60.0, success, c.run.eval_episodes, c.run.eval_seed, length);
+    if (tasks.size() > 1) {
+      for (const EvalResult& task : tasks) spdlog::info("      {:<28} greedy success {:.3f}", task.task, task.success);
+    }
+    std::string title = c.env.ids.front();
+    for (size_t k = 1; k < c.env.ids.size(); ++k) title += " + " + c.env.ids[k];
+    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, title);
   };
 
   if (s.iteration == 0) {

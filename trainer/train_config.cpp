@@ -9,6 +9,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "envs/registry.h"
+
 namespace turnrl::trainer {
 namespace {
 
@@ -44,6 +46,28 @@ class SectionReader {
       const auto parsed = nlohmann::json::parse(text, nullptr, false);
       out[name] = parsed.is_discarded() ? nlohmann::json(text) : parsed;
     }
+  }
+
+  /** A string or a non-empty list of strings. */
+  void read_string_list(const std::string& key, std::vector<std::string>& out) {
+    known_.insert(key);
+    if (!node_ || !node_[key]) return;
+    const YAML::Node value = node_[key];
+    try {
+      if (value.IsSequence()) {
+        out = value.as<std::vector<std::string>>();
+        if (out.empty()) fail(value, "key '" + section_ + "." + key + "' must not be an empty list");
+      } else {
+        out = {value.as<std::string>()};
+      }
+    } catch (const YAML::Exception&) {
+      fail(value, "key '" + section_ + "." + key + "' must be a string or a list of strings");
+    }
+  }
+
+  /** Fails at `key`'s line. */
+  [[noreturn]] void fail_at(const std::string& key, const std::string& message) const {
+    fail(node_ && node_[key] ? node_[key] : node_, "key '" + section_ + "." + key + "' " + message);
   }
 
   void reject_unknown() const {
@@ -110,7 +134,13 @@ TrainConfig TrainConfig::load(const std::string& path) {
   if (c.model.path.empty()) throw std::invalid_argument(path + ": key 'model.path' is required");
 
   SectionReader env(path, root, "env");
-  env.read("id", c.env.id);
+  env.read_string_list("id", c.env.ids);
+  const std::vector<std::string> known_ids = envs::env_ids();
+  for (const std::string& id : c.env.ids) {
+    if (std::find(known_ids.begin(), known_ids.end(), id) == known_ids.end()) {
+      env.fail_at("id", "names an unknown environment '" + id + "' (see `turnrl envs`)");
+    }
+  }
   env.read_json("options", c.env.options);
   env.read("n_env", c.env.n_env, positive<int>(), "must be positive");
   env.read("e_len", c.env.e_len, positive<int>(), "must be positive");
@@ -122,6 +152,9 @@ TrainConfig TrainConfig::load(const std::string& path) {
   env.read("binary_reward", c.env.binary_reward);
   env.read("prompt_budget", c.env.prompt_budget, positive<int>(), "must be positive");
   env.reject_unknown();
+  if (c.env.n_env < static_cast<int>(c.env.ids.size())) {
+    env.fail_at("n_env", "must be at least the number of tasks in env.id (" + std::to_string(c.env.ids.size()) + ")");
+  }
 
   SectionReader sampling(path, root, "sampling");
   sampling.read("temperature", c.sampling.temperature, non_negative<double>(), "must be >= 0");
@@ -172,7 +205,7 @@ std::string TrainConfig::to_yaml() const {
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "path" << YAML::Value << model.path
       << YAML::Key << "preset" << YAML::Value << model.preset << YAML::Key << "device" << YAML::Value << model.device
       << YAML::Key << "threads" << YAML::Value << model.threads << YAML::EndMap;
-  out << YAML::Key << "env" << YAML::Value << YAML::BeginMap << YAML::Key << "id" << YAML::Value << env.id << YAML::Key
+  out << YAML::Key << "env" << YAML::Value << YAML::BeginMap << YAML::Key << "id" << YAML::Value << YAML::Flow << env.ids << YAML::Key
       << "options" << YAML::Value << YAML::BeginMap;
   for (const auto& [key, value] : env.options.items()) out << YAML::Key << key << YAML::Value << value.dump();
   out << YAML::EndMap << YAML::Key << "n_env" << YAML::Value << env.n_env << YAML::Key << "e_len" << YAML::Value << env.e_len

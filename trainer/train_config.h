@@ -3,6 +3,7 @@
 // bad value -> std::invalid_argument naming the file, line and key) before any work starts.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,7 +17,8 @@ struct TrainConfig {
     int threads = 2;
   } model;
   struct Env {
-    std::string id = "babyai/goto";
+    /** One task or a mix (YAML `id`: a string or a list); slot i runs ids[i % ids.size()]. */
+    std::vector<std::string> ids = {"babyai/goto"};
     nlohmann::json options = nlohmann::json::object();
     int n_env = 32;
     int e_len = 16;
