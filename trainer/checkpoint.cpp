@@ -25,7 +25,7 @@ void save_checkpoint(const std::string& dir, agents::Qwen2Model& actor, agents::
     std::ofstream out(temp + "/state.json");
     out << nlohmann::json{{"iteration", state.iteration},
                           {"elapsed_seconds", state.elapsed_seconds},
-                          {"rollout_seed", state.rollout_seed},
+                          {"collector", state.collector},
                           {"shuffle_rng", state.shuffle_rng},
                           {"curve", curve}}
                .dump(1);
@@ -51,7 +51,8 @@ CheckpointState load_checkpoint(const std::string& dir, torch::optim::Optimizer&
   CheckpointState state;
   state.iteration = json["iteration"].get<int>();
   state.elapsed_seconds = json["elapsed_seconds"].get<double>();
-  state.rollout_seed = json["rollout_seed"].get<uint64_t>();
+  if (!json.contains("collector")) throw std::runtime_error(state_path + ": no collector state (written by an older turnrl?)");
+  state.collector = json["collector"];
   state.shuffle_rng = json["shuffle_rng"].get<std::string>();
   for (const auto& p : json["curve"]) state.curve.push_back({p[0].get<double>(), p[1].get<int>(), p[2].get<double>()});
   return state;

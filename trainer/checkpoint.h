@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "agents/qwen2_model.h"
@@ -18,7 +19,7 @@ struct EvalPoint {
 struct CheckpointState {
   int iteration = 0;
   double elapsed_seconds = 0.0;
-  uint64_t rollout_seed = 0;     // seeds the episode stream of the resumed run
+  nlohmann::json collector;      // PpoCollector::state(): seed streams and episodes in flight
   std::string shuffle_rng;       // std::mt19937_64 state as text
   std::vector<EvalPoint> curve;  // evaluations so far
 };

@@ -1,6 +1,8 @@
 #include "trainer/ppo_collector.h"
 
 #include <algorithm>
+#include <sstream>
+#include <stdexcept>
 
 #include "agents/generation.h"
 #include "envs/registry.h"
@@ -83,6 +85,23 @@ std::string Actor::reply_text(const std::vector<int32_t>& ids) const {
   return tokenizer_.decode(text_ids);
 }
 
+int Actor::action_token_start(const std::vector<int32_t>& ids) const {
+  if (config_.sampling.action_tokens_only) return 0;
+  agents::StreamingDecoder decoder(tokenizer_);
+  std::string text;
+  std::vector<size_t> text_end(ids.size());  // length of the text once token k is decoded
+  for (size_t k = 0; k < ids.size(); ++k) {
+    text += decoder.push(ids[k]);
+    text_end[k] = text.size();
+  }
+  constexpr std::string_view kMarker = "ACTION:";
+  const size_t marker = text.rfind(kMarker);
+  if (marker == std::string::npos) return static_cast<int>(ids.size());
+  const size_t action_begin = marker + kMarker.size();
+  const auto first = std::upper_bound(text_end.begin(), text_end.end(), action_begin);
+  return static_cast<int>(first - text_end.begin());
+}
+
 PpoCollector::PpoCollector(const TrainConfig& config, const agents::Tokenizer& tokenizer, uint64_t seed)
     : config_(config),
       tokenizer_(tokenizer),
@@ -92,16 +111,36 @@ PpoCollector::PpoCollector(const TrainConfig& config, const agents::Tokenizer& t
       parse_rng_(seed) {
   for (int i = 0; i < config.env.n_env; ++i) {
     const std::string& task = config.env.ids[static_cast<size_t>(i) % config.env.ids.size()];
-    slots_.push_back(Slot{envs::make_env(task, config.env.options), actor_.make_history(), {}, true});
+    slots_.emplace_back(envs::make_env(task, config.env.options), actor_.make_history());
   }
 }
 
-void PpoCollector::start_episode(Slot& slot) {
-  slot.env->reset(next_seed_++);
+void PpoCollector::start_episode(Slot& slot, uint64_t seed) {
+  slot.seed = seed;
+  slot.steps.clear();
+  slot.env->reset(seed);
   slot.history.reset(actor_.instruction(*slot.env));
   slot.history.add_observation(slot.env->observe_text());
-  slot.stats = EpisodeStats{next_episode_++, 0.0, 0, 0.0, 0};
   slot.needs_reset = false;
+}
+
+envs::StepResult PpoCollector::take_step(Slot& slot, const Step& step) {
+  const envs::StepResult result = slot.env->step(step.action);
+  slot.steps.push_back(step);
+  const bool done = result.terminated || result.truncated || static_cast<int>(slot.steps.size()) >= slot.env->max_steps();
+  const std::string& executed = slot.env->actions()[step.action].name;
+  slot.history.add_reply(config_.env.history_entry == "raw" ? step.reply : executed, executed);
+  if (done) {
+    slot.needs_reset = true;
+    return result;
+  }
+  slot.history.set_instruction(actor_.instruction(*slot.env));  // Crafter's changes as achievements unlock
+  envs::TextObservation observation = slot.env->observe_text();
+  if (!step.valid && config_.env.prompt_format == "balrog") {
+    observation.long_term = envs::invalid_action_feedback(executed) + observation.long_term;
+  }
+  slot.history.add_observation(observation);
+  return result;
 }
 
 TurnBatch PpoCollector::collect(agents::Qwen2Model& policy, int e_len, std::vector<EpisodeStats>& finished) {
@@ -112,8 +151,12 @@ TurnBatch PpoCollector::collect(agents::Qwen2Model& policy, int e_len, std::vect
   std::vector<std::vector<int32_t>> prompts(slots_.size());
   for (int t = 0; t < e_len; ++t) {
     for (size_t s = 0; s < slots_.size(); ++s) {
-      if (slots_[s].needs_reset) start_episode(slots_[s]);
-      prompts[s] = actor_.prompt_ids(slots_[s].history);
+      Slot& slot = slots_[s];
+      if (slot.needs_reset) {
+        start_episode(slot, next_seed_++);
+        slot.stats = EpisodeStats{next_episode_++, 0.0, 0, 0.0, 0};
+      }
+      prompts[s] = actor_.prompt_ids(slot.history);
     }
     const auto generations = agents::generate_tokens(policy, prompts, actor_.sampling(false, generation_seed_++),
                                                      tokenizer_.pad_id(), tokenizer_.stop_ids());
@@ -127,8 +170,9 @@ TurnBatch PpoCollector::collect(agents::Qwen2Model& policy, int e_len, std::vect
       turn.response_ids = generations[s].ids;
       turn.sample_logprobs = generations[s].logprobs;
       turn.reply = actor_.reply_text(turn.response_ids);
+      turn.action_token_start = actor_.action_token_start(turn.response_ids);
       const envs::ParsedAction parsed = envs::parse_action(turn.reply, *slot.env, reply_format(config_), parse_rng_);
-      const envs::StepResult result = slot.env->step(parsed.action);
+      const envs::StepResult result = take_step(slot, {parsed.action, parsed.valid, turn.reply});
       double reward = result.reward;
       if (config_.env.binary_reward && reward > 0) reward = 1.0;
       if (!parsed.valid) reward = config_.env.invalid_penalty;  // replaces the step's reward, as Verlog does
@@ -136,21 +180,12 @@ TurnBatch PpoCollector::collect(agents::Qwen2Model& policy, int e_len, std::vect
       turn.invalid = !parsed.valid;
       ++slot.stats.length;
       turn.terminated = result.terminated;
-      turn.truncated = result.truncated || (!result.terminated && slot.stats.length >= slot.env->max_steps());
+      turn.truncated = slot.needs_reset && !result.terminated;
       slot.stats.total_reward += reward;
       slot.stats.invalid_turns += !parsed.valid;
-      const std::string& executed = slot.env->actions()[parsed.action].name;
-      slot.history.add_reply(config_.env.history_entry == "raw" ? turn.reply : executed, executed);
       if (turn.done()) {
         slot.stats.progression = slot.env->progression();
         finished.push_back(slot.stats);
-        slot.needs_reset = true;
-      } else {
-        envs::TextObservation observation = slot.env->observe_text();
-        if (!parsed.valid && config_.env.prompt_format == "balrog") {
-          observation.long_term = envs::invalid_action_feedback(executed) + observation.long_term;
-        }
-        slot.history.add_observation(observation);
       }
       batch.turns.push_back(std::move(turn));
     }
@@ -160,6 +195,52 @@ TurnBatch PpoCollector::collect(agents::Qwen2Model& policy, int e_len, std::vect
     if (!slots_[s].needs_reset) batch.bootstrap_prompts[s] = actor_.prompt_ids(slots_[s].history);
   }
   return batch;
+}
+
+nlohmann::json PpoCollector::state() const {
+  std::ostringstream parse_rng;
+  parse_rng << parse_rng_;
+  nlohmann::json slots = nlohmann::json::array();
+  for (const Slot& slot : slots_) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const Step& step : slot.steps) steps.push_back({step.action, step.valid, step.reply});
+    slots.push_back({{"needs_reset", slot.needs_reset},
+                     {"seed", slot.seed},
+                     {"episode", slot.stats.episode},
+                     {"total_reward", slot.stats.total_reward},
+                     {"invalid_turns", slot.stats.invalid_turns},
+                     {"steps", steps}});
+  }
+  return {{"next_seed", next_seed_},
+          {"next_episode", next_episode_},
+          {"generation_seed", generation_seed_},
+          {"parse_rng", parse_rng.str()},
+          {"slots", slots}};
+}
+
+void PpoCollector::restore(const nlohmann::json& state) {
+  if (!state.is_object() || !state.contains("slots") || state["slots"].size() != slots_.size()) {
+    throw std::invalid_argument("collector state: expected " + std::to_string(slots_.size()) +
+                                " slots (was the checkpoint written with another env.n_env?)");
+  }
+  next_seed_ = state.at("next_seed").get<uint64_t>();
+  next_episode_ = state.at("next_episode").get<int64_t>();
+  generation_seed_ = state.at("generation_seed").get<uint64_t>();
+  std::istringstream(state.at("parse_rng").get<std::string>()) >> parse_rng_;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const nlohmann::json& saved = state["slots"][s];
+    Slot& slot = slots_[s];
+    slot.needs_reset = saved.at("needs_reset").get<bool>();
+    slot.steps.clear();
+    if (slot.needs_reset) continue;
+    start_episode(slot, saved.at("seed").get<uint64_t>());
+    for (const auto& step : saved.at("steps")) {
+      take_step(slot, {step.at(0).get<int>(), step.at(1).get<bool>(), step.at(2).get<std::string>()});
+      if (slot.needs_reset) throw std::invalid_argument("collector state: slot " + std::to_string(s) + " replays past its episode's end");
+    }
+    slot.stats = EpisodeStats{saved.at("episode").get<int64_t>(), saved.at("total_reward").get<double>(),
+                              static_cast<int>(slot.steps.size()), 0.0, saved.at("invalid_turns").get<int>()};
+  }
 }
 
 std::vector<EvalResult> evaluate(const TrainConfig& config, const agents::Tokenizer& tokenizer,

@@ -3,8 +3,11 @@
 // per turn on the actor module being trained (trainer/rollout.h is the agent-driven, pipelined
 // collection for evaluation and remote models); episodes run on across collections.
 #include <memory>
+#include <string>
 #include <random>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "agents/language_model.h"
 #include "agents/qwen2_model.h"
@@ -40,6 +43,9 @@ class Actor {
   std::string instruction(const envs::Env& env) const;
   /** The reply text without its stop token. */
   std::string reply_text(const std::vector<int32_t>& ids) const;
+  /** First response token of the action: 0 when decoding is constrained to action tokens, else
+   *  the first token with text after the last "ACTION:", or ids.size() when there is none. */
+  int action_token_start(const std::vector<int32_t>& ids) const;
 
  private:
   const TrainConfig& config_;
@@ -54,14 +60,30 @@ class PpoCollector {
   TurnBatch collect(agents::Qwen2Model& policy, int e_len, std::vector<EpisodeStats>& finished);
   const Actor& actor() const { return actor_; }
 
+  /** Everything the next collections depend on: the seed streams and, per slot, the episode in
+   *  flight as its seed and the steps taken (small; envs and memories are rebuilt by replay). */
+  nlohmann::json state() const;
+  /** Restores state(): episodes in flight continue exactly where they were. */
+  void restore(const nlohmann::json& state);
+
  private:
+  struct Step {
+    int action = 0;
+    bool valid = false;
+    std::string reply;
+  };
   struct Slot {
+    Slot(std::unique_ptr<envs::Env> env_, memory::History history_) : env(std::move(env_)), history(std::move(history_)) {}
     std::unique_ptr<envs::Env> env;
     memory::History history;
     EpisodeStats stats;
     bool needs_reset = true;
+    uint64_t seed = 0;
+    std::vector<Step> steps;  // of the episode in flight
   };
-  void start_episode(Slot& slot);
+  void start_episode(Slot& slot, uint64_t seed);
+  /** Steps the env and feeds the memory; the one place a turn changes a slot (collect and replay). */
+  envs::StepResult take_step(Slot& slot, const Step& step);
 
   const TrainConfig& config_;
   const agents::Tokenizer& tokenizer_;

@@ -150,7 +150,7 @@ struct PpoTrainer::Impl {
         for (size_t k = 0; k < turn.response_ids.size(); ++k) {
           const double kl = p.old_logprobs[i][k] - ref_logprobs[i][k];
           sig.rewards[k] -= static_cast<float>(config.ppo.kl_coef * kl);
-          const bool action_token = turn.action_token_start < 0 || static_cast<int>(k) >= turn.action_token_start;
+          const bool action_token = static_cast<int>(k) >= turn.action_token_start;
           (action_token ? kl_act : kl_reason) += kl;
           ++(action_token ? n_act : n_reason);
         }
@@ -258,7 +258,6 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
   s.config = std::move(config);
   s.device = torch::Device(s.config.model.device);
   set_compute_threads(s.config.model.threads);
-  torch::manual_seed(s.config.run.seed);
   const std::string& path = s.config.model.path;
   if (!std::filesystem::exists(path + "/config.json")) {
     if (s.config.model.preset.empty()) {
@@ -268,6 +267,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
     agents::write_new_model(s.config.model.preset, path, s.config.run.seed, "");
   }
   s.tokenizer = std::make_unique<agents::Tokenizer>(agents::Tokenizer::load(path));
+  torch::manual_seed(s.config.run.seed);  // here, so the critic's head does not depend on whether the preset ran
   const std::string actor_dir = resume_dir.empty() ? path : resume_dir + "/actor";
   const std::string critic_dir = resume_dir.empty() ? path : resume_dir + "/critic";
   s.actor = agents::load_qwen2(actor_dir, false, s.device);
@@ -280,17 +280,16 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
   s.critic_optimizer = std::make_unique<torch::optim::AdamW>(
       s.critic->parameters(), torch::optim::AdamWOptions(s.config.ppo.critic_lr).weight_decay(s.config.ppo.weight_decay).eps(1e-5));
   s.shuffle_rng.seed(s.config.run.seed);
-  uint64_t rollout_seed = s.config.run.seed;
+  s.rollout = std::make_unique<PpoCollector>(s.config, *s.tokenizer, s.config.run.seed);
   if (!resume_dir.empty()) {
     const CheckpointState state = load_checkpoint(resume_dir, *s.actor_optimizer, *s.critic_optimizer);
     s.iteration = state.iteration;
     s.elapsed_before = state.elapsed_seconds;
-    rollout_seed = state.rollout_seed;
+    s.rollout->restore(state.collector);
     s.curve = state.curve;
     std::istringstream(state.shuffle_rng) >> s.shuffle_rng;
     spdlog::info("resumed from {} at iteration {}", resume_dir, s.iteration);
   }
-  s.rollout = std::make_unique<PpoCollector>(s.config, *s.tokenizer, rollout_seed);
   s.allowed = s.rollout->actor().allowed_tokens();
 }
 
@@ -390,7 +389,7 @@ void PpoTrainer::train() {
       std::ostringstream rng;
       rng << s.shuffle_rng;
       save_checkpoint(c.run.out + "/checkpoint", s.actor, s.critic, *s.actor_optimizer, *s.critic_optimizer,
-                      CheckpointState{s.iteration, elapsed(), c.run.seed + static_cast<uint64_t>(s.iteration) * 104729ULL, rng.str(), s.curve},
+                      CheckpointState{s.iteration, elapsed(), s.rollout->state(), rng.str(), s.curve},
                       c.to_yaml());
     }
   }

@@ -19,7 +19,7 @@ struct Turn {
   bool terminated = false;
   bool truncated = false;
   bool invalid = false;                // the reply named no action; the default ran
-  int action_token_start = -1;         // first response token after "ACTION:" (-1: none), for the KL split
+  int action_token_start = 0;          // first action token (Actor::action_token_start), for the KL split
 
   bool done() const { return terminated || truncated; }
 };
