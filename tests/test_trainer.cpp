@@ -9,7 +9,10 @@
 
 #include "trainer/advantages.h"
 #include "trainer/ppo_loss.h"
+#include "trainer/ppo_collector.h"
 #include "trainer/ppo_trainer.h"
+#include "envs/registry.h"
+#include "agents/tokenizer.h"
 #include "trainer/train_config.h"
 #include "test_util.h"
 
@@ -226,4 +229,25 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   }
   // Later turns depend on the restored episodes: their losses must differ from the first iterations'.
   CHECK(expected.at("train/3")["value_loss"] != expected.at("train/1")["value_loss"]);
+}
+
+TEST_CASE("action tokens are the tokens after the last ACTION: marker") {
+  const auto tokenizer = turnrl::agents::Tokenizer::load(turnrl::test::shared_path("tokenizers/qwen"));
+  TrainConfig config;
+  config.sampling.action_tokens_only = false;
+  std::vector<std::unique_ptr<turnrl::envs::Env>> envs;
+  envs.push_back(turnrl::envs::make_env("babyai/goto"));
+  const Actor actor(config, tokenizer, envs);
+  const std::vector<int32_t> ids = tokenizer.encode("THINK: the key is ahead. ACTION: maybe\nACTION: go forward");
+  const int start = actor.action_token_start(ids);
+  REQUIRE(start > 0);
+  REQUIRE(start < static_cast<int>(ids.size()));
+  const std::string before(tokenizer.decode({ids.begin(), ids.begin() + start}));
+  CHECK(before.size() >= before.rfind("ACTION:") + 7);
+  CHECK(before.find("go") == std::string::npos);
+  CHECK(tokenizer.decode({ids.begin() + start, ids.end()}).find("go forward") != std::string::npos);
+  const std::vector<int32_t> no_marker = tokenizer.encode("no marker at all");
+  CHECK(actor.action_token_start(no_marker) == static_cast<int>(no_marker.size()));
+  config.sampling.action_tokens_only = true;
+  CHECK(Actor(config, tokenizer, envs).action_token_start(ids) == 0);
 }
