@@ -36,6 +36,8 @@ class Agent {
   virtual std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) = 0;
   /** Token counter for the memory budget; null when the agent has no tokenizer. */
   virtual memory::TokenCounter token_counter() const { return nullptr; }
+  /** Longest prompt in tokens the agent accepts (0: no limit); memory windows shrink to fit it. */
+  virtual size_t max_prompt_tokens() const { return 0; }
   /** Prompt ids as act() would feed them (for bootstrap values); empty without a tokenizer. */
   virtual std::vector<int32_t> encode_prompt(const std::vector<memory::ChatMessage>& /*messages*/) const { return {}; }
 };

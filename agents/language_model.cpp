@@ -37,6 +37,8 @@ const Tokenizer& LanguageModel::tokenizer() const {
   return *impl_->tokenizer;
 }
 
+int64_t LanguageModel::context_length() const { return impl_->model->config().max_position_embeddings; }
+
 int64_t LanguageModel::parameter_count() const {
   int64_t total = 0;
   for (const auto& p : impl_->model->parameters()) total += p.numel();

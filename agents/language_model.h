@@ -44,6 +44,8 @@ class LanguageModel {
 
   const Tokenizer& tokenizer() const;
   int64_t parameter_count() const;
+  /** Positions the model was built for (max_position_embeddings): prompt plus reply must fit. */
+  int64_t context_length() const;
 
   struct Impl;
 

@@ -1,6 +1,8 @@
 #include "agents/llm_agent.h"
 
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 namespace turnrl::agents {
 
@@ -15,6 +17,11 @@ memory::TokenCounter LlmAgent::token_counter() const {
   return [this](const std::vector<memory::ChatMessage>& messages) { return encode_prompt(messages).size(); };
 }
 
+size_t LlmAgent::max_prompt_tokens() const {
+  const int64_t room = model_->context_length() - params_.max_new_tokens;
+  return room > 0 ? static_cast<size_t>(room) : 1;
+}
+
 std::vector<AgentReply> LlmAgent::act(const std::vector<AgentPrompt>& prompts) {
   std::vector<std::vector<int32_t>> ids;
   ids.reserve(prompts.size());
@@ -22,6 +29,12 @@ std::vector<AgentReply> LlmAgent::act(const std::vector<AgentPrompt>& prompts) {
   // One sampling stream per batch, derived from its requests so that reruns reproduce it.
   for (const auto& prompt : prompts) {
     ids.push_back(encode_prompt(prompt.messages));
+    if (ids.back().size() > max_prompt_tokens()) {
+      throw std::length_error(name_ + ": a prompt of " + std::to_string(ids.back().size()) + " tokens does not fit the model's " +
+                              std::to_string(model_->context_length()) + " positions with " +
+                              std::to_string(params_.max_new_tokens) +
+                              " new tokens, even with the oldest turns dropped (shorten the instruction or the reply)");
+    }
     params.seed = params.seed * 0x9E3779B97F4A7C15ULL + prompt.seed;
   }
   const auto start = std::chrono::steady_clock::now();

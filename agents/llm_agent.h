@@ -14,6 +14,8 @@ class LlmAgent : public Agent {
   std::string name() const override { return name_; }
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
   memory::TokenCounter token_counter() const override;
+  /** The model's context minus the reply's max_new_tokens. */
+  size_t max_prompt_tokens() const override;
   std::vector<int32_t> encode_prompt(const std::vector<memory::ChatMessage>& messages) const override;
   /** Seconds spent inside LanguageModel::generate (for the share of turn time outside it). */
   double generate_seconds() const { return generate_seconds_; }

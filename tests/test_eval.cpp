@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -57,7 +58,7 @@ TEST_CASE("BALROG summary: SE = population std / sqrt(n); overall SE = sqrt(sum 
   CHECK(svg.find("</svg>") != std::string::npos);
 }
 
-TEST_CASE("eval sweep: random and loopback HTTP agents over every env family, outputs checked, resume") {
+TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env family, outputs checked, resume") {
   const auto tasks = one_task_per_family();
   test::OpenAiTestServer server([&](int index, const nlohmann::json&) {
     // Alternate a garbled reply with a plain action name of the first family.
@@ -66,6 +67,9 @@ TEST_CASE("eval sweep: random and loopback HTTP agents over every env family, ou
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  const std::string tiny_model = (dir / "tiny").string();
+  const auto created = test::run_turnrl("new-model --preset tiny --out " + tiny_model);
+  REQUIRE_MESSAGE(created.exit_code == 0, created.output);
   std::string task_list;
   for (const auto& task : tasks) task_list += (task_list.empty() ? "" : ", ") + task;
   const std::string config = (dir / "sweep.yaml").string();
@@ -73,6 +77,7 @@ TEST_CASE("eval sweep: random and loopback HTTP agents over every env family, ou
                         << "tasks: [" << task_list << "]\n"
                         << "episodes_per_task: 3\nseed: 5\nparallel_episodes: 4\nmax_steps_per_episode: 6\n"
                         << "models:\n  - {name: random, type: random}\n"
+                        << "  - {name: tiny, type: llm, path: " << tiny_model << ", temperature: 1.0, max_new_tokens: 6}\n"
                         << "  - {name: loop, type: http, base_url: \"" << server.base_url()
                         << "\", model: m, timeout_s: 5, retries: 1}\n";
   const auto first = test::run_turnrl("eval --config " + config);
@@ -80,8 +85,10 @@ TEST_CASE("eval sweep: random and loopback HTTP agents over every env family, ou
 
   const std::string jsonl = read(dir / "out/episodes.jsonl");
   const auto lines = split(jsonl, '\n');
-  REQUIRE(lines.size() == 2 * 3 * tasks.size());
+  constexpr size_t kModels = 3;
+  REQUIRE(lines.size() == kModels * 3 * tasks.size());
   std::map<std::tuple<std::string, std::string>, std::vector<double>> progression;
+  size_t tiny_turns = 0;
   for (const auto& line : lines) {
     const auto record = nlohmann::json::parse(line);
     const auto& turns = record.at("turns");
@@ -95,15 +102,20 @@ TEST_CASE("eval sweep: random and loopback HTTP agents over every env family, ou
       CHECK(turn.at("prompt")[0].at("role") == "user");
       CHECK(turn.at("prompt").back().at("content").get<std::string>().find("Current Observation:") == 0);
       CHECK(turn.at("action").is_string());
+      const auto& actions = envs::make_env(record.at("task").get<std::string>())->actions();
+      CHECK(std::any_of(actions.begin(), actions.end(),
+                        [&](const envs::ActionSpec& a) { return a.name == turn.at("action").get<std::string>(); }));
       reward += turn.at("reward").get<double>();
       if (record.at("model") == "loop") {
         CHECK(turn.at("reply").get<std::string>().size() > 0);
       }
+      if (record.at("model") == "tiny") ++tiny_turns;
     }
     CHECK(record.at("return").get<double>() == doctest::Approx(reward));
     progression[{record.at("model"), record.at("task")}].push_back(record.at("progression"));
   }
   CHECK(server.requests() > 0);
+  CHECK(tiny_turns >= 3 * tasks.size());
 
   // The CSV rows match the JSONL, with BALROG's SE recomputed here.
   const auto csv = split(read(dir / "out/summary.csv"), '\n');
@@ -124,8 +136,9 @@ TEST_CASE("eval sweep: random and loopback HTTP agents over every env family, ou
     CHECK(std::stod(cells[4]) == doctest::Approx(mean).epsilon(1e-3));
     CHECK(std::stod(cells[5]) == doctest::Approx(std::sqrt(squares / values.size()) / std::sqrt(values.size())).epsilon(1e-3));
   }
-  CHECK(task_rows == 2 * tasks.size());
+  CHECK(task_rows == kModels * tasks.size());
   CHECK(read(dir / "out/summary.md").find("| random |") != std::string::npos);
+  CHECK(read(dir / "out/summary.md").find("| tiny |") != std::string::npos);
   CHECK(read(dir / "out/summary.svg").find("</svg>") != std::string::npos);
 
   // Resume: a torn last line is dropped, only the missing episode is redone.

@@ -228,3 +228,23 @@ TEST_CASE("episode runner: every job once, whole episodes, text recorded") {
                         });
   CHECK(keys.size() == 7u);
 }
+
+TEST_CASE("memory windows shrink to the agent's prompt limit") {
+  struct Limited : agents::Agent {
+    size_t limit = 0;
+    std::string name() const override { return "limited"; }
+    std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
+      return std::vector<agents::AgentReply>(prompts.size());
+    }
+    size_t max_prompt_tokens() const override { return limit; }
+  } agent;
+  memory::HistoryConfig history;
+  history.token_budget = 0;
+  CHECK(trainer::fit_history_to_agent(history, agent).token_budget == 0);  // no limit: unchanged
+  agent.limit = 500;
+  CHECK(trainer::fit_history_to_agent(history, agent).token_budget == 500);
+  history.token_budget = 300;
+  CHECK(trainer::fit_history_to_agent(history, agent).token_budget == 300);  // a tighter budget stays
+  history.token_budget = 800;
+  CHECK(trainer::fit_history_to_agent(history, agent).token_budget == 500);
+}

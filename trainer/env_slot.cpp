@@ -4,6 +4,12 @@
 
 namespace turnrl::trainer {
 
+memory::HistoryConfig fit_history_to_agent(memory::HistoryConfig history, const agents::Agent& agent) {
+  const size_t limit = agent.max_prompt_tokens();
+  if (limit > 0 && (history.token_budget == 0 || history.token_budget > limit)) history.token_budget = limit;
+  return history;
+}
+
 HistoryEntry default_history_entry(const std::string& env_id) {
   return env_id.rfind("crafter", 0) == 0 ? HistoryEntry::kReplyWithExecuted : HistoryEntry::kRawReply;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/agent.h"
 #include "envs/action_parser.h"
 #include "envs/env.h"
 #include "memory/history.h"
@@ -33,6 +34,9 @@ struct ActionConfig {
   /** Per-episode turn cap below the env's own (0: the env's max_steps()). */
   int max_turns = 0;
 };
+
+/** `history` with its token budget lowered to what the agent accepts (see Agent::max_prompt_tokens). */
+memory::HistoryConfig fit_history_to_agent(memory::HistoryConfig history, const agents::Agent& agent);
 
 /** Verlog's per-family default for what enters the history. */
 HistoryEntry default_history_entry(const std::string& env_id);

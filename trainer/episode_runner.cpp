@@ -17,6 +17,7 @@ void run_episodes(const std::vector<EpisodeJob>& jobs,
     EpisodeLog log;
   };
   const memory::TokenCounter count = agent.token_counter();
+  const memory::HistoryConfig history = fit_history_to_agent(config.history, agent);
   std::vector<std::optional<Running>> slots(static_cast<size_t>(config.parallel_episodes));
   BatchScheduler scheduler(agent, config.batch_size, config.pipelined);
   size_t next_job = 0;
@@ -36,7 +37,7 @@ void run_episodes(const std::vector<EpisodeJob>& jobs,
     const EpisodeJob& job = jobs[next_job++];
     ActionConfig actions = config.actions;
     if (config.family_history_entry) actions.history_entry = default_history_entry(job.env_id);
-    Running running{std::make_unique<EnvSlot>(make_env(job.env_id), config.history, actions, job.seed ^ 0xA5A5A5A5ULL), {}};
+    Running running{std::make_unique<EnvSlot>(make_env(job.env_id), history, actions, job.seed ^ 0xA5A5A5A5ULL), {}};
     running.log.job = job;
     running.env->begin_episode(job.seed);
     slots[index] = std::move(running);

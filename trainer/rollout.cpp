@@ -25,7 +25,8 @@ Rollout::Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig
   if (config_.e_len <= 0) throw std::invalid_argument("rollout: e_len must be > 0, got " + std::to_string(config_.e_len));
   for (int i = 0; i < config_.n_env; ++i) {
     Slot slot;
-    slot.env = std::make_unique<EnvSlot>(make_env(i), config_.history, config_.actions, mix(config_.seed, 2 * i + 1));
+    slot.env = std::make_unique<EnvSlot>(make_env(i), fit_history_to_agent(config_.history, agent_), config_.actions,
+                                         mix(config_.seed, 2 * i + 1));
     slot.seeds.seed(mix(config_.seed, 2 * i));
     slots_.push_back(std::move(slot));
   }
