@@ -164,3 +164,22 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
   CHECK(rejected.output.find("bad.yaml") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("eval with a human at the terminal: prompts shown, typed replies played") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_human_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string config = (dir / "human.yaml").string();
+  std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\n"
+                        << "tasks: [babyai/goto]\nepisodes_per_task: 1\nmax_steps_per_episode: 2\n"
+                        << "models: [{name: me, type: human}]\n";
+  const auto run = test::run_turnrl("eval --config " + config, "turn left\nI would rather fly\n");
+  REQUIRE_MESSAGE(run.exit_code == 0, run.output);
+  CHECK(run.output.find("Current Observation:") != std::string::npos);
+  const auto record = nlohmann::json::parse(split(read(dir / "out/episodes.jsonl"), '\n').at(0));
+  REQUIRE(record.at("turns").size() == 2u);
+  CHECK(record.at("turns")[0].at("action") == "turn left");
+  CHECK(record.at("turns")[1].at("reply") == "I would rather fly");
+  CHECK(record.at("turns")[1].at("action") == "go forward");  // the default after an invalid reply
+  std::filesystem::remove_all(dir);
+}

@@ -2,6 +2,7 @@
 // protocol; append-only per-episode JSONL (resumable), summary CSV/Markdown and an SVG plot.
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agents/http_agent.h"
+#include "agents/human_agent.h"
 #include "agents/llm_agent.h"
 #include "agents/random_agent.h"
 #include "envs/registry.h"
@@ -25,6 +27,8 @@ std::string family_of(const std::string& env_id) { return env_id.substr(0, env_i
 
 std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
   if (model.type == "random") return std::make_unique<agents::RandomAgent>();
+  // A person answers each prompt on the terminal: the BALROG protocol with a human baseline.
+  if (model.type == "human") return std::make_unique<agents::HumanAgent>(std::cin, std::cout);
   if (model.type == "http") {
     agents::HttpAgentConfig http;
     http.base_url = model.base_url;

@@ -2,16 +2,15 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <random>
 #include <string>
 
 #include <unistd.h>
 
-#include "envs/action_parser.h"
 #include "envs/registry.h"
 #include "tools/cli.h"
 #include "tools/command.h"
 #include "tools/env_options.h"
+#include "trainer/env_slot.h"
 
 namespace turnrl::tools {
 namespace {
@@ -20,55 +19,42 @@ constexpr const char* kHelp =
     "Type a reply as the model would (e.g. 'go forward' or 'I will turn. ACTION: turn left').\n"
     "Commands: :reset  :seed N  :grid  :actions  :help  :quit\n";
 
+/** One episode at a time through the rollouts' own turn logic (trainer::EnvSlot). */
 struct Session {
-  std::unique_ptr<envs::Env> env;
-  envs::ReplyFormat format;
+  std::unique_ptr<trainer::EnvSlot> slot;
   uint64_t seed = 0;
-  bool episode_over = false;
-  int turn = 0;
-  std::string feedback;
-  std::mt19937_64 translation_rng{0};
 
   void reset(uint64_t new_seed) {
     seed = new_seed;
-    env->reset(seed);
-    episode_over = false;
-    turn = 0;
-    feedback.clear();
-    std::printf("=== %s, seed %llu, up to %d turns ===\n", env->id().c_str(),
-                static_cast<unsigned long long>(seed), env->max_steps());
-    std::printf("--- instruction (first user message) ---\n%s\n", env->instruction_prompt().c_str());
+    slot->begin_episode(seed);
+    std::printf("=== %s, seed %llu, up to %d turns ===\n", slot->env().id().c_str(),
+                static_cast<unsigned long long>(seed), slot->env().max_steps());
+    const auto messages = slot->prompt(nullptr);
+    std::printf("--- instruction (first user message) ---\n%s\n", messages.front().content.c_str());
     show_observation();
   }
 
+  /** The last user message of the prompt: the current observation as the model sees it. */
   void show_observation() const {
-    const envs::TextObservation text = env->observe_text();
-    std::string shown = "Current Observation:\n";
-    if (!text.short_term.empty()) shown += text.short_term + "\n";
-    shown += feedback + text.long_term;
-    std::printf("--- observation (turn %d) ---\n%s\n", turn, shown.c_str());
+    std::printf("--- observation (turn %d) ---\n%s\n", slot->turn(), slot->prompt(nullptr).back().content.c_str());
   }
 
   void reply(const std::string& text) {
-    if (episode_over) {
+    if (slot->done()) {
       std::printf("The episode is over: use :reset or :seed N.\n");
       return;
     }
-    const envs::ParsedAction parsed = envs::parse_action(text, *env, format, translation_rng);
-    const std::string& name = env->actions()[parsed.action].name;
-    if (parsed.valid) {
+    const trainer::TurnOutcome outcome = slot->apply(text);
+    const std::string& name = slot->env().actions()[outcome.action].name;
+    if (outcome.valid) {
       std::printf("action: %s\n", name.c_str());
     } else {
-      std::printf("action: %s (default; '%s' is not a valid action)\n", name.c_str(), parsed.candidate.c_str());
+      std::printf("action: %s (default; '%s' is not a valid action)\n", name.c_str(), outcome.candidate.c_str());
     }
-    const envs::StepResult result = env->step(parsed.action);
-    ++turn;
-    feedback = parsed.valid ? "" : envs::invalid_action_feedback(name);
-    std::printf("reward: %g\n", result.reward);
-    if (result.terminated || result.truncated || turn >= env->max_steps()) {
-      episode_over = true;
-      std::printf("episode over after %d turns (%s), progression %.3f\n", turn,
-                  result.terminated ? "terminated" : "truncated", env->progression());
+    std::printf("reward: %g\n", outcome.env_reward);
+    if (outcome.done()) {
+      std::printf("episode over after %d turns (%s), progression %.3f\n", slot->turn(),
+                  outcome.terminated ? "terminated" : "truncated", slot->env().progression());
     } else {
       show_observation();
     }
@@ -94,9 +80,16 @@ int run_play(int argc, char** argv) {
   app.add_option("--env-option", option_pairs, "environment option key=value (repeatable)");
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
 
+  trainer::ActionConfig actions;
+  actions.reply_format = format_name == "balrog" ? envs::ReplyFormat::kBalrogNaive : envs::ReplyFormat::kActionTag;
+  actions.feedback_on_invalid_action = true;  // BALROG's note in the next observation
+  actions.invalid_action_penalty = 0.0;       // show the env's own reward
+  memory::HistoryConfig history;
+  history.max_turns = 0;  // play shows the current observation; the instruction is printed at reset
+  history.suffix.clear();
   Session session;
-  session.env = envs::make_env(env_id, parse_env_options(option_pairs));
-  session.format = format_name == "balrog" ? envs::ReplyFormat::kBalrogNaive : envs::ReplyFormat::kActionTag;
+  session.slot = std::make_unique<trainer::EnvSlot>(envs::make_env(env_id, parse_env_options(option_pairs)), history,
+                                                    actions, 0);
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) std::printf("%s", kHelp);
   session.reset(seed);
@@ -118,9 +111,9 @@ int run_play(int argc, char** argv) {
         std::printf("usage: :seed N (a non-negative integer)\n");
       }
     } else if (line == ":grid") {
-      std::printf("%s\n", session.env->render_ascii().c_str());
+      std::printf("%s\n", session.slot->env().render_ascii().c_str());
     } else if (line == ":actions") {
-      for (const auto& action : session.env->actions()) {
+      for (const auto& action : session.slot->env().actions()) {
         std::printf("  %s: %s\n", action.name.c_str(), action.description.c_str());
       }
     } else if (!line.empty() && line[0] == ':') {

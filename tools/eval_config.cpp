@@ -126,8 +126,8 @@ EvalModel read_model(Reader& reader) {
     if (model.base_url.empty() || model.model.empty()) reader.fail(reader.path("base_url"), "and model are required for type http");
   } else if (model.type == "llm") {
     if (model.path.empty()) reader.fail(reader.path("path"), "is required for type llm");
-  } else if (model.type != "random") {
-    reader.fail(reader.path("type"), "must be random, http or llm, got '" + model.type + "'");
+  } else if (model.type != "random" && model.type != "human") {
+    reader.fail(reader.path("type"), "must be random, human, http or llm, got '" + model.type + "'");
   }
   if (model.timeout_s <= 0) reader.fail(reader.path("timeout_s"), "must be > 0");
   if (model.retries < 0) reader.fail(reader.path("retries"), "must be >= 0");

@@ -14,7 +14,7 @@ namespace turnrl::tools {
 
 struct EvalModel {
   std::string name;
-  std::string type;  // random | http | llm
+  std::string type;  // random | human | http | llm
   // http
   std::string base_url, model, api_key_env;
   double timeout_s = 60.0;
