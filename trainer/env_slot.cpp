@@ -15,19 +15,33 @@ HistoryEntry default_history_entry(const std::string& env_id) {
 }
 
 EnvSlot::EnvSlot(std::unique_ptr<envs::Env> env, memory::HistoryConfig history, ActionConfig actions, uint64_t rng_seed)
-    : env_(std::move(env)), history_(std::move(history)), actions_(std::move(actions)), rng_(rng_seed) {
+    : env_(std::move(env)), history_(std::move(history)), actions_(std::move(actions)), rng_seed_(rng_seed) {
   if (!env_) throw std::invalid_argument("EnvSlot: null env");
   if (actions_.max_turns < 0) throw std::invalid_argument("max_turns must be >= 0");
 }
 
+std::string EnvSlot::instruction() const {
+  return actions_.goal_as_instruction ? env_->goal() : env_->instruction_prompt();
+}
+
 void EnvSlot::begin_episode(uint64_t seed) {
   seed_ = seed;
+  rng_.seed(rng_seed_ ^ (seed * 0x9E3779B97F4A7C15ULL));
+  replies_.clear();
   env_->reset(seed);
   turn_ = 0;
   return_ = 0.0;
   done_ = false;
-  history_.reset(env_->instruction_prompt());
+  history_.reset(instruction());
   history_.add_observation(env_->observe_text());
+}
+
+void EnvSlot::replay(uint64_t seed, const std::vector<std::string>& replies) {
+  begin_episode(seed);
+  for (const std::string& reply : replies) {
+    if (done_) throw std::invalid_argument("EnvSlot::replay: the episode of seed " + std::to_string(seed) + " ends before its last reply");
+    apply(reply);
+  }
 }
 
 std::string EnvSlot::history_text(const std::string& reply, const envs::ParsedAction& parsed) const {
@@ -68,8 +82,10 @@ TurnOutcome EnvSlot::apply(const std::string& reply) {
   outcome.candidate = parsed.candidate;
   const envs::StepResult step = env_->step(parsed.action);
   ++turn_;
+  replies_.push_back(reply);
   outcome.env_reward = step.reward;
-  outcome.reward = parsed.valid ? step.reward : actions_.invalid_action_penalty;
+  const double reward = actions_.binary_reward && step.reward > 0 ? 1.0 : step.reward;
+  outcome.reward = parsed.valid ? reward : actions_.invalid_action_penalty;
   outcome.terminated = step.terminated;
   const int limit = actions_.max_turns > 0 ? std::min(actions_.max_turns, env_->max_steps()) : env_->max_steps();
   outcome.truncated = !step.terminated && (step.truncated || turn_ >= limit);
@@ -77,7 +93,7 @@ TurnOutcome EnvSlot::apply(const std::string& reply) {
   done_ = outcome.done();
 
   history_.add_reply(history_text(reply, parsed), env_->actions()[parsed.action].name);
-  history_.set_instruction(env_->instruction_prompt());
+  history_.set_instruction(instruction());
   envs::TextObservation observation = env_->observe_text();
   if (!parsed.valid && actions_.feedback_on_invalid_action) {
     observation.long_term = envs::invalid_action_feedback(env_->actions()[parsed.action].name) + observation.long_term;

@@ -33,6 +33,10 @@ struct ActionConfig {
   std::map<std::string, std::vector<std::string>> translations;
   /** Per-episode turn cap below the env's own (0: the env's max_steps()). */
   int max_turns = 0;
+  /** A positive step reward counts as 1 (success), as the tiny recipe trains BabyAI. */
+  bool binary_reward = false;
+  /** The env's goal line stands in for the instruction prompt (compact prompts for tiny models). */
+  bool goal_as_instruction = false;
 };
 
 /** `history` with its token budget lowered to what the agent accepts (see Agent::max_prompt_tokens). */
@@ -58,6 +62,10 @@ class EnvSlot {
   void begin_episode(uint64_t seed);
   /** Parses `reply`, steps the env and updates the memory; throws std::logic_error after done. */
   TurnOutcome apply(const std::string& reply);
+  /** Rebuilds an episode in flight from its seed and replies (episode_replies()): the same env,
+   *  memory and translation choices, since every episode reseeds the slot's choice stream. */
+  void replay(uint64_t seed, const std::vector<std::string>& replies);
+  const std::vector<std::string>& episode_replies() const { return replies_; }
   std::vector<memory::ChatMessage> prompt(const memory::TokenCounter& count) const { return history_.messages(count); }
 
   envs::Env& env() { return *env_; }
@@ -69,12 +77,15 @@ class EnvSlot {
 
  private:
   std::string history_text(const std::string& reply, const envs::ParsedAction& parsed) const;
+  std::string instruction() const;
 
   std::unique_ptr<envs::Env> env_;
   memory::History history_;
   ActionConfig actions_;
-  std::mt19937_64 rng_;  // translation choices (e.g. Crafter's diagonal moves)
+  uint64_t rng_seed_;
+  std::mt19937_64 rng_;  // translation choices (e.g. Crafter's diagonal moves), reseeded per episode
   uint64_t seed_ = 0;
+  std::vector<std::string> replies_;  // of the episode in flight
   int turn_ = 0;
   double return_ = 0.0;
   bool done_ = true;

@@ -1,10 +1,9 @@
 #pragma once
 // The PPO learner's fixed-turn collection: n_env slots step in lock-step, one batched generation
-// per turn on the actor module being trained (trainer/rollout.h is the agent-driven, pipelined
-// collection for evaluation and remote models); episodes run on across collections.
+// per turn on the actor module being trained, each turn through the rollouts' EnvSlot (parse,
+// default action, penalty, memory); episodes run on across collections.
 #include <memory>
 #include <string>
-#include <random>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,9 +11,9 @@
 #include "agents/language_model.h"
 #include "agents/qwen2_model.h"
 #include "agents/tokenizer.h"
-#include "envs/action_parser.h"
 #include "envs/env.h"
 #include "memory/history.h"
+#include "trainer/env_slot.h"
 #include "trainer/train_config.h"
 #include "trainer/turn_batch.h"
 
@@ -36,11 +35,9 @@ class Actor {
         const std::vector<std::unique_ptr<envs::Env>>& task_envs);
   const std::vector<int32_t>& allowed_tokens() const { return allowed_tokens_; }
   agents::SamplingParams sampling(bool greedy, uint64_t seed) const;
-  std::vector<int32_t> prompt_ids(const memory::History& history) const;
-  /** The window for one episode in the configured layout. */
-  memory::History make_history() const;
-  /** The first message: BALROG's instruction prompt, or the goal line for the compact layout. */
-  std::string instruction(const envs::Env& env) const;
+  std::vector<int32_t> prompt_ids(const EnvSlot& slot) const;
+  /** A slot for `env` with the configured memory window, reply parsing and rewards. */
+  std::unique_ptr<EnvSlot> make_slot(std::unique_ptr<envs::Env> env, uint64_t rng_seed) const;
   /** The reply text without its stop token. */
   std::string reply_text(const std::vector<int32_t>& ids) const;
   /** First response token of the action: 0 when decoding is constrained to action tokens, else
@@ -61,38 +58,24 @@ class PpoCollector {
   const Actor& actor() const { return actor_; }
 
   /** Everything the next collections depend on: the seed streams and, per slot, the episode in
-   *  flight as its seed and the steps taken (small; envs and memories are rebuilt by replay). */
+   *  flight as its seed and replies (small; envs and memories are rebuilt by replay). */
   nlohmann::json state() const;
   /** Restores state(): episodes in flight continue exactly where they were. */
   void restore(const nlohmann::json& state);
 
  private:
-  struct Step {
-    int action = 0;
-    bool valid = false;
-    std::string reply;
-  };
   struct Slot {
-    Slot(std::unique_ptr<envs::Env> env_, memory::History history_) : env(std::move(env_)), history(std::move(history_)) {}
-    std::unique_ptr<envs::Env> env;
-    memory::History history;
+    std::unique_ptr<EnvSlot> env;
     EpisodeStats stats;
-    bool needs_reset = true;
-    uint64_t seed = 0;
-    std::vector<Step> steps;  // of the episode in flight
   };
-  void start_episode(Slot& slot, uint64_t seed);
-  /** Steps the env and feeds the memory; the one place a turn changes a slot (collect and replay). */
-  envs::StepResult take_step(Slot& slot, const Step& step);
 
   const TrainConfig& config_;
   const agents::Tokenizer& tokenizer_;
-  std::vector<Slot> slots_;
   Actor actor_;
+  std::vector<Slot> slots_;
   uint64_t next_seed_;
   int64_t next_episode_ = 0;
   uint64_t generation_seed_;
-  std::mt19937_64 parse_rng_;
 };
 
 /** Mean progression, reward and length of one task's evaluation episodes. */
