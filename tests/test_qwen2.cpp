@@ -197,3 +197,34 @@ TEST_CASE("save and reload round-trips the weights") {
   CHECK(lm->generate({{1, 2, 3}}, params)[0].ids == again->generate({{1, 2, 3}}, params)[0].ids);
   CHECK(lm->parameter_count() == again->parameter_count());
 }
+
+TEST_CASE("a sharded folder (index + shards) loads the same weights; a missing shard is named") {
+  auto lm = LanguageModel::load(folder("tiny-qwen2-tied"));
+  const std::string dir = "/tmp/turnrl_sharded_tiny";
+  std::filesystem::remove_all(dir);
+  lm->save(dir);
+  {
+    const SafetensorsFile whole = SafetensorsFile::load(dir + "/model.safetensors");
+    std::vector<TensorToWrite> shards[2];
+    json weight_map = json::object();
+    size_t i = 0;
+    for (const auto& [name, view] : whole.tensors()) {
+      const size_t shard = i++ % 2;
+      shards[shard].push_back({name, view.dtype, view.shape, std::vector<uint8_t>(view.data, view.data + view.bytes)});
+      weight_map[name] = "model-0000" + std::to_string(shard + 1) + "-of-00002.safetensors";
+    }
+    for (size_t shard = 0; shard < 2; ++shard) {
+      write_safetensors(dir + "/model-0000" + std::to_string(shard + 1) + "-of-00002.safetensors", shards[shard]);
+    }
+    std::ofstream(dir + "/model.safetensors.index.json") << json{{"metadata", json::object()}, {"weight_map", weight_map}}.dump();
+  }
+  std::filesystem::remove(dir + "/model.safetensors");
+  auto sharded = LanguageModel::load(dir);
+  SamplingParams params;
+  params.greedy = true;
+  params.max_new_tokens = 10;
+  CHECK(lm->generate({{1, 2, 3}}, params)[0].ids == sharded->generate({{1, 2, 3}}, params)[0].ids);
+  CHECK(lm->score({{1, 2, 3}}, {{4, 5}}) == sharded->score({{1, 2, 3}}, {{4, 5}}));
+  std::filesystem::remove(dir + "/model-00002-of-00002.safetensors");
+  CHECK_THROWS_WITH(LanguageModel::load(dir), doctest::Contains("model-00002-of-00002.safetensors"));
+}
