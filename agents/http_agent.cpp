@@ -3,6 +3,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <thread>
 
 #include <boost/asio/connect.hpp>
@@ -44,6 +48,7 @@ HttpAgent::HttpAgent(HttpAgentConfig config) : config_(std::move(config)) {
     throw std::invalid_argument("http agent: cannot parse host and port from base_url '" + config_.base_url + "'");
   }
   if (config_.timeout_s <= 0 || config_.retries < 0) throw std::invalid_argument("http agent: timeout_s must be > 0 and retries >= 0");
+  if (config_.concurrency < 1) throw std::invalid_argument("http agent: concurrency must be >= 1");
 }
 
 std::string HttpAgent::complete(const std::vector<memory::ChatMessage>& messages) const {
@@ -114,9 +119,27 @@ std::string HttpAgent::complete(const std::vector<memory::ChatMessage>& messages
 }
 
 std::vector<AgentReply> HttpAgent::act(const std::vector<AgentPrompt>& prompts) {
-  std::vector<AgentReply> replies;
-  replies.reserve(prompts.size());
-  for (const auto& prompt : prompts) replies.push_back({complete(prompt.messages), {}, {}, {}, false});
+  std::vector<AgentReply> replies(prompts.size());
+  std::atomic<size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work = [&] {
+    for (size_t i = next++; i < prompts.size(); i = next++) {
+      try {
+        replies[i].text = complete(prompts[i].messages);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = prompts.size();  // stop handing out requests
+      }
+    }
+  };
+  const size_t workers = std::min(prompts.size(), static_cast<size_t>(config_.concurrency));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& thread : threads) thread.join();
+  if (failure) std::rethrow_exception(failure);
   return replies;
 }
 

@@ -18,6 +18,7 @@ struct HttpAgentConfig {
   double backoff_s = 0.5;   // wait before retry k: backoff_s * 2^k
   double temperature = 1.0;
   int max_tokens = 64;
+  int concurrency = 8;      // requests of one act() call in flight at once (servers batch them)
 };
 
 class HttpAgent : public Agent {
@@ -25,7 +26,8 @@ class HttpAgent : public Agent {
   /** Throws std::invalid_argument for a malformed or non-http base_url. */
   explicit HttpAgent(HttpAgentConfig config);
   std::string name() const override { return "http:" + config_.model; }
-  /** Prompts are sent one after another; throws std::runtime_error when every attempt fails. */
+  /** Up to `concurrency` requests at once, replies in prompt order; throws std::runtime_error
+   *  when every attempt of a request fails. */
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
   /** One chat completion; the reply text. */
   std::string complete(const std::vector<memory::ChatMessage>& messages) const;

@@ -4,8 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -36,10 +38,13 @@ class OpenAiTestServer {
   ~OpenAiTestServer() {
     io_.stop();
     thread_.join();
+    for (auto& connection : connections_) connection.join();
   }
   unsigned short port() const { return port_; }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
   int requests() const { return served_.load(); }
+  /** Most requests being answered at the same time. */
+  int max_in_flight() const { return max_in_flight_.load(); }
 
  private:
   void accept() {
@@ -49,7 +54,8 @@ class OpenAiTestServer {
     });
     acceptor_.async_accept([this](boost::system::error_code error, boost::asio::ip::tcp::socket socket) {
       if (error) return;
-      serve(std::move(socket));
+      // Each connection on its own thread, as a real server answers requests concurrently.
+      connections_.emplace_back([this, socket = std::move(socket)]() mutable { serve(std::move(socket)); });
       if (served_ < max_requests_) accept();
       else io_.stop();
     });
@@ -63,8 +69,15 @@ class OpenAiTestServer {
     http::read(socket, buffer, request, error);
     if (error) return;
     const int index = served_++;
+    const int in_flight = ++in_flight_;
+    for (int seen = max_in_flight_.load(); in_flight > seen && !max_in_flight_.compare_exchange_weak(seen, in_flight);) {
+    }
     const auto body = nlohmann::json::parse(request.body(), nullptr, false);
-    ScriptedResponse scripted = script_(index, body);
+    ScriptedResponse scripted;
+    {
+      const std::lock_guard<std::mutex> lock(script_mutex_);  // scripts need not be thread-safe
+      scripted = script_(index, body);
+    }
     if (scripted.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(scripted.delay_ms));
     http::response<http::string_body> response{static_cast<http::status>(scripted.status), 11};
     response.set(http::field::content_type, "application/json");
@@ -77,11 +90,13 @@ class OpenAiTestServer {
       response.body() = R"({"error":"scripted failure"})";
     }
     response.prepare_payload();
+    --in_flight_;
     http::write(socket, response, error);
     socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, error);
   }
 
   Script script_;
+  std::mutex script_mutex_;
   int max_requests_;
   std::chrono::milliseconds idle_;
   boost::asio::io_context io_;
@@ -89,7 +104,8 @@ class OpenAiTestServer {
   boost::asio::steady_timer timer_;
   std::thread thread_;
   unsigned short port_ = 0;
-  std::atomic<int> served_{0};
+  std::atomic<int> served_{0}, in_flight_{0}, max_in_flight_{0};
+  std::vector<std::thread> connections_;
 };
 
 }  // namespace turnrl::test

@@ -31,6 +31,7 @@ TEST_CASE("http agent: request format and reply") {
   setenv("TURNRL_TEST_API_KEY", "secret", 1);
   auto config = config_for(server.base_url());
   config.api_key_env = "TURNRL_TEST_API_KEY";
+  config.concurrency = 1;  // in order, so `seen` is the second request
   agents::HttpAgent agent(config);
   const auto replies = agent.act({{{{"user", "hello \xff"}, {"assistant", "hi"}}, nullptr, 0}, {{{"user", "again"}}, nullptr, 0}});
   REQUIRE(replies.size() == 2);
@@ -74,4 +75,32 @@ TEST_CASE("http agent: unreachable server gives a clear error") {
   CHECK_THROWS_WITH_AS(agent.complete({{"user", "x"}}), doctest::Contains("cannot reach http://127.0.0.1:"), std::runtime_error);
   CHECK_THROWS_AS(agents::HttpAgent(config_for("https://example.com/v1")), std::invalid_argument);
   CHECK_THROWS_AS(agents::HttpAgent(config_for("http://host:port/v1")), std::invalid_argument);
+}
+
+TEST_CASE("http agent: a batch's requests run concurrently, replies stay in prompt order") {
+  test::OpenAiTestServer server([](int, const nlohmann::json& request) {
+    return test::ScriptedResponse{200, "echo " + request["messages"].back()["content"].get<std::string>(), 150};
+  });
+  auto config = config_for(server.base_url());
+  config.concurrency = 3;
+  agents::HttpAgent agent(config);
+  std::vector<agents::AgentPrompt> prompts;
+  for (int i = 0; i < 7; ++i) prompts.push_back({{{"user", std::to_string(i)}}, nullptr, 0});
+  const auto replies = agent.act(prompts);
+  REQUIRE(replies.size() == 7);
+  for (int i = 0; i < 7; ++i) CHECK(replies[i].text == "echo " + std::to_string(i));
+  CHECK(server.max_in_flight() == 3);
+  config.concurrency = 0;
+  CHECK_THROWS_AS(agents::HttpAgent{config}, std::invalid_argument);
+}
+
+TEST_CASE("http agent: a failing request in a concurrent batch fails the call") {
+  test::OpenAiTestServer server([](int, const nlohmann::json& request) {
+    const bool bad = request["messages"].back()["content"] == "2";
+    return test::ScriptedResponse{bad ? 400u : 200u, "ok", 0};
+  });
+  agents::HttpAgent agent(config_for(server.base_url()));
+  std::vector<agents::AgentPrompt> prompts;
+  for (int i = 0; i < 5; ++i) prompts.push_back({{{"user", std::to_string(i)}}, nullptr, 0});
+  CHECK_THROWS_WITH_AS(agent.act(prompts), doctest::Contains("HTTP 400"), std::runtime_error);
 }

@@ -36,6 +36,7 @@ std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
     http.api_key_env = model.api_key_env;
     http.timeout_s = model.timeout_s;
     http.retries = model.retries;
+    http.concurrency = model.concurrency;
     http.temperature = model.temperature;
     http.max_tokens = model.max_new_tokens;
     return std::make_unique<agents::HttpAgent>(http);

@@ -116,6 +116,7 @@ EvalModel read_model(Reader& reader) {
   reader.get("api_key_env", model.api_key_env);
   reader.get("timeout_s", model.timeout_s);
   reader.get("retries", model.retries);
+  reader.get("concurrency", model.concurrency);
   reader.get("path", model.path);
   reader.get("device", model.device);
   reader.get("temperature", model.temperature);
@@ -131,6 +132,7 @@ EvalModel read_model(Reader& reader) {
   }
   if (model.timeout_s <= 0) reader.fail(reader.path("timeout_s"), "must be > 0");
   if (model.retries < 0) reader.fail(reader.path("retries"), "must be >= 0");
+  if (model.concurrency < 1) reader.fail(reader.path("concurrency"), "must be >= 1");
   if (model.max_new_tokens <= 0) reader.fail(reader.path("max_new_tokens"), "must be > 0");
   if (model.temperature < 0) reader.fail(reader.path("temperature"), "must be >= 0");
   return model;

@@ -19,6 +19,7 @@ struct EvalModel {
   std::string base_url, model, api_key_env;
   double timeout_s = 60.0;
   int retries = 3;
+  int concurrency = 8;  // http: requests in flight at once
   // llm
   std::string path, device = "cpu";
   // sampling (http and llm)
