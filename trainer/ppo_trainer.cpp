@@ -302,7 +302,8 @@ void PpoTrainer::train() {
   {
     std::ofstream(c.run.out + "/config.yaml") << c.to_yaml();
   }
-  std::ofstream metrics(c.run.out + "/metrics.jsonl", std::ios::app);
+  // A resumed run continues the file; a fresh run in the same folder starts it anew.
+  std::ofstream metrics(c.run.out + "/metrics.jsonl", s.iteration > 0 ? std::ios::app : std::ios::trunc);
   const auto start = Clock::now();
   auto elapsed = [&] { return s.elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); };
   auto eval_now = [&](int iteration) {
