@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/compute_threads.h"
 #include "agents/model_presets.h"
 #include "agents/qwen2_model.h"
 #include "agents/tokenizer.h"
@@ -124,9 +125,9 @@ int bench_llm(int argc, char** argv) {
   int threads = 0;
   app.add_option("--tokenizer", tokenizer_dir, "folder with tokenizer.json and golden_encode.jsonl")->capture_default_str();
   app.add_flag("--skip-large", skip_large, "skip the 0.5B-class configuration");
-  app.add_option("--threads", threads, "torch threads (0 = torch's default)");
+  app.add_option("--threads", threads, "torch and BLAS threads (0 = their defaults)")->check(CLI::NonNegativeNumber);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
-  if (threads > 0) torch::set_num_threads(threads);
+  if (threads > 0) agents::set_compute_threads(threads);
 
   nlohmann::json report;
   report["blas"] = loaded_blas();

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agents/compute_threads.h"
 #include "agents/llm_agent.h"
 #include "agents/model_presets.h"
 #include "envs/registry.h"
@@ -55,14 +56,18 @@ int bench_rollout(int argc, char** argv) {
                "pipelined scheduler's speedup over a lock-step loop on the same work",
                "turnrl bench rollout"};
   std::string env_id = "babyai/goto", model_dir;
-  int n_env = 16, e_len = 8, collections = 2, max_new_tokens = 16;
+  int n_env = 16, e_len = 8, collections = 2, max_new_tokens = 16, threads = 1;
   app.add_option("--env", env_id, "environment id")->capture_default_str();
   app.add_option("--model", model_dir, "model folder (default: a fresh tiny preset in a temp folder)");
   app.add_option("--n-env", n_env, "env slots")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--e-len", e_len, "turns per slot per collection")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--collections", collections, "collections per mode")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-new-tokens", max_new_tokens, "reply length limit")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", threads, "torch and BLAS threads of the model (training's tiny configs use 1)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  agents::set_compute_threads(threads);
 
   std::filesystem::path temp;
   if (model_dir.empty()) {

@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -14,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/compute_threads.h"
 #include "agents/generation.h"
 #include "agents/model_presets.h"
 #include "agents/qwen2_model.h"
@@ -29,13 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/** torch's intra-op threads and the BLAS's own pool (Debian's libtorch multiplies through the
- *  system OpenBLAS, whose threads would otherwise spin against torch's). */
-void set_compute_threads(int threads) {
-  torch::set_num_threads(threads);
-  using SetThreads = void (*)(int);
-  if (auto set_blas = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set_blas(threads);
-}
 constexpr int64_t kScoringChunk = 256;
 
 /** Per-turn training targets, aligned with TurnBatch::turns. */
@@ -257,7 +249,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
   Impl& s = *impl_;
   s.config = std::move(config);
   s.device = torch::Device(s.config.model.device);
-  set_compute_threads(s.config.model.threads);
+  agents::set_compute_threads(s.config.model.threads);
   const std::string& path = s.config.model.path;
   if (!std::filesystem::exists(path + "/config.json")) {
     if (s.config.model.preset.empty()) {

@@ -1,0 +1,10 @@
+#pragma once
+// One knob for CPU parallelism: torch's intra-op threads and the system BLAS's own pool (Debian's
+// libtorch multiplies through OpenBLAS, whose threads would otherwise spin against torch's).
+
+namespace turnrl::agents {
+
+/** Sets both pools to `threads` (> 0). */
+void set_compute_threads(int threads);
+
+}  // namespace turnrl::agents
