@@ -214,7 +214,7 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   std::ifstream state_file(interrupted.run.out + "/checkpoint/state.json");
   const nlohmann::json state = nlohmann::json::parse(state_file);
   size_t steps_in_flight = 0;
-  for (const auto& slot : state["collector"]["slots"]) steps_in_flight += slot["steps"].size();
+  for (const auto& slot : state.at("collector").at("slots")) steps_in_flight += slot.at("replies").size();
   CHECK(steps_in_flight > 0);
   interrupted.run.iterations = 4;
   PpoTrainer(interrupted, interrupted.run.out + "/checkpoint").train();
