@@ -20,7 +20,7 @@ void save_checkpoint(const std::string& dir, agents::Qwen2Model& actor, agents::
   torch::save(actor_optimizer, temp + "/actor_optimizer.pt");
   torch::save(critic_optimizer, temp + "/critic_optimizer.pt");
   nlohmann::json curve = nlohmann::json::array();
-  for (const auto& p : state.curve) curve.push_back({p.minutes, p.iteration, p.success});
+  for (const auto& p : state.curve) curve.push_back({p.minutes, p.iteration, p.success, p.task_success});
   {
     std::ofstream out(temp + "/state.json");
     out << nlohmann::json{{"iteration", state.iteration},
@@ -54,7 +54,9 @@ CheckpointState load_checkpoint(const std::string& dir, torch::optim::Optimizer&
   if (!json.contains("collector")) throw std::runtime_error(state_path + ": no collector state (written by an older turnrl?)");
   state.collector = json["collector"];
   state.shuffle_rng = json["shuffle_rng"].get<std::string>();
-  for (const auto& p : json["curve"]) state.curve.push_back({p[0].get<double>(), p[1].get<int>(), p[2].get<double>()});
+  for (const auto& p : json.at("curve")) {
+    state.curve.push_back({p.at(0).get<double>(), p.at(1).get<int>(), p.at(2).get<double>(), p.at(3).get<std::vector<double>>()});
+  }
   return state;
 }
 

@@ -13,7 +13,8 @@ namespace turnrl::trainer {
 struct EvalPoint {
   double minutes = 0.0;
   int iteration = 0;
-  double success = 0.0;
+  double success = 0.0;               // mean over the tasks
+  std::vector<double> task_success;   // per task, in env.id order
 };
 
 struct CheckpointState {

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 namespace turnrl::trainer {
 
-void write_learning_curve_svg(const std::string& path, const std::vector<EvalPoint>& points, const std::string& title) {
+void write_learning_curve_svg(const std::string& path, const std::vector<EvalPoint>& points,
+                              const std::vector<std::string>& tasks) {
+  const std::string title = tasks.size() == 1 ? tasks.front() : "mean of " + std::to_string(tasks.size()) + " tasks";
   constexpr double kW = 640, kH = 400, kLeft = 60, kRight = 20, kTop = 40, kBottom = 50;
   double max_minutes = 1.0;
   for (const auto& p : points) max_minutes = std::max(max_minutes, p.minutes);
@@ -33,6 +36,22 @@ void write_learning_curve_svg(const std::string& path, const std::vector<EvalPoi
   std::snprintf(buf, sizeof buf, "<line x1='%g' y1='%g' x2='%g' y2='%g' stroke='#c33' stroke-dasharray='4 3'/>\n", kLeft, y(0.95),
                 kW - kRight, y(0.95));
   svg += buf;
+  if (tasks.size() > 1) {
+    static const char* const kColours[] = {"#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#999999"};
+    for (size_t k = 0; k < tasks.size(); ++k) {
+      const char* colour = kColours[k % std::size(kColours)];
+      std::string task_line;
+      for (const auto& p : points) {
+        if (k >= p.task_success.size()) continue;
+        std::snprintf(buf, sizeof buf, "%g,%g ", x(p.minutes), y(p.task_success[k]));
+        task_line += buf;
+      }
+      svg += "<polyline fill='none' stroke='" + std::string(colour) + "' stroke-width='1.2' points='" + task_line + "'/>\n";
+      std::snprintf(buf, sizeof buf, "<text x='%g' y='%g' fill='%s'>%s</text>\n", kW - kRight - 150, kTop + 14 + 14.0 * k, colour,
+                    tasks[k].c_str());
+      svg += buf;
+    }
+  }
   std::string line;
   for (const auto& p : points) {
     std::snprintf(buf, sizeof buf, "%g,%g ", x(p.minutes), y(p.success));

@@ -303,13 +303,15 @@ void PpoTrainer::train() {
     const std::vector<EvalResult> tasks = evaluate(c, *s.tokenizer, s.actor, c.run.eval_seed, c.run.eval_episodes, true);
     double success = 0, reward = 0, length = 0;
     nlohmann::json per_task = nlohmann::json::object();
+    std::vector<double> task_success;
     for (const EvalResult& task : tasks) {
       success += task.success / tasks.size();
       reward += task.mean_reward / tasks.size();
       length += task.mean_length / tasks.size();
       per_task[task.task] = task.success;
+      task_success.push_back(task.success);
     }
-    s.curve.push_back({elapsed() / 60.0, iteration, success});
+    s.curve.push_back({elapsed() / 60.0, iteration, success, task_success});
     const nlohmann::json line = {{"type", "eval"},           {"iteration", iteration},     {"minutes", elapsed() / 60.0},
                                  {"greedy_success", success}, {"mean_reward", reward},      {"mean_length", length},
                                  {"episodes", c.run.eval_episodes}, {"task_success", per_task}};
@@ -319,9 +321,7 @@ void PpoTrainer::train() {
     if (tasks.size() > 1) {
       for (const EvalResult& task : tasks) spdlog::info("      {:<28} greedy success {:.3f}", task.task, task.success);
     }
-    std::string title = c.env.ids.front();
-    for (size_t k = 1; k < c.env.ids.size(); ++k) title += " + " + c.env.ids[k];
-    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, title);
+    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids);
   };
 
   if (s.iteration == 0) {
