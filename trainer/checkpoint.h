@@ -7,15 +7,9 @@
 #include <torch/torch.h>
 
 #include "agents/qwen2_model.h"
+#include "trainer/learning_curve.h"
 
 namespace turnrl::trainer {
-
-struct EvalPoint {
-  double minutes = 0.0;
-  int iteration = 0;
-  double success = 0.0;               // mean over the tasks
-  std::vector<double> task_success;   // per task, in env.id order
-};
 
 struct CheckpointState {
   int iteration = 0;

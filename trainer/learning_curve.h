@@ -4,9 +4,14 @@
 #include <string>
 #include <vector>
 
-#include "trainer/checkpoint.h"
-
 namespace turnrl::trainer {
+
+struct EvalPoint {
+  double minutes = 0.0;
+  int iteration = 0;
+  double success = 0.0;              // mean over the tasks
+  std::vector<double> task_success;  // per task, in env.id order
+};
 
 void write_learning_curve_svg(const std::string& path, const std::vector<EvalPoint>& points,
                               const std::vector<std::string>& tasks);
