@@ -32,9 +32,8 @@ struct Coordinate {
 
 /**
  * One octave of worldgen._simplex over the area, noise3(x / size, y / size, z), cached per cell.
- * Noise is pure, so cells can be computed in any order: `prefetch` computes one field at a time in
- * scan order, where neighbouring cells take the same branches through the noise and the branch
- * predictor makes each call about 1.5x cheaper than the interleaved calls of the scan itself.
+ * Noise is pure, so cells can be computed in any order: `prefetch` computes the cells a field needs
+ * in one batch, which OpenSimplex evaluates about twice as fast per point as one call per cell.
  */
 class OctaveField {
  public:
@@ -51,9 +50,21 @@ class OctaveField {
 
   template <class Needed>
   void prefetch(int width, Needed needed) {
-    for (int x = 0; x < width; ++x)
-      for (int y = 0; y < height_; ++y)
-        if (needed(x, y)) at(x, y);
+    std::vector<size_t> cells;
+    std::vector<double> xs, ys;
+    for (int x = 0; x < width; ++x) {
+      for (int y = 0; y < height_; ++y) {
+        const size_t index = static_cast<size_t>(x) * height_ + y;
+        if (!std::isnan(values_[index]) || !needed(x, y)) continue;
+        cells.push_back(index);
+        xs.push_back(x_(x) / size_);
+        ys.push_back(y_(y) / size_);
+      }
+    }
+    const std::vector<double> zs(cells.size(), z_);
+    std::vector<double> noise(cells.size());
+    simplex_.noise3(xs, ys, zs, noise);
+    for (size_t i = 0; i < cells.size(); ++i) values_[cells[i]] = noise[i];
   }
 
  private:
