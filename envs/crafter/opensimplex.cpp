@@ -119,29 +119,25 @@ constexpr auto kExtraVertices = [] {
 
 // The keys are computed in doubles (small integers, exact): selects of doubles compile to SSE2 masks.
 
-/** The tetrahedron at (0,0,0): which two of (1,0,0), (0,1,0), (0,0,1) are closest, then c. */
-Pair lower_key(Pair xins, Pair yins, Pair zins, Pair in_sum) {
+/**
+ * The tetrahedra: which two of the three vertices next to the corner are closest, then c. The one at
+ * (1,1,1) mirrors the one at (0,0,0): the source's comparisons there are those of the negated
+ * coordinates (negation is exact and reverses every comparison) and its points are 7 minus the
+ * mirrored ones, so both share the code of the one at (0,0,0).
+ */
+Pair tetrahedron_key(Pair xins, Pair yins, Pair zins, Pair in_sum, Mask upper) {
+  const Pair sign = upper ? both(-1) : both(1);
+  const Pair x = xins * sign, y = yins * sign, z = zins * sign;
+  const Pair wins = upper ? in_sum - both(3) : both(1) - in_sum;  // in_sum - 3 is exactly -(3 - in_sum)
   // The source's if/elif: the two conditions exclude each other.
-  const Mask z_replaces_b = (xins >= yins) & (zins > yins);
-  const Mask z_replaces_a = (xins < yins) & (zins > xins);
-  const Pair a_score = z_replaces_a ? zins : xins, b_score = z_replaces_b ? zins : yins;
+  const Mask z_replaces_b = (x >= y) & (z > y);
+  const Mask z_replaces_a = (x < y) & (z > x);
+  const Pair a_score = z_replaces_a ? z : x, b_score = z_replaces_b ? z : y;
   const Pair a_point = both(1) + masked(z_replaces_a, both(3)), b_point = both(2) + masked(z_replaces_b, both(2));
-  const Pair wins = both(1) - in_sum;
   const Mask single = (wins > a_score) | (wins > b_score);
-  // a_point | b_point: the points are distinct bits.
-  return single ? (b_score > a_score ? b_point : a_point) : a_point + b_point;
-}
-
-/** The tetrahedron at (1,1,1): which two of (1,1,0), (1,0,1), (0,1,1) are closest, then c. */
-Pair upper_key(Pair xins, Pair yins, Pair zins, Pair in_sum) {
-  const Mask z_replaces_b = (xins <= yins) & (zins < yins);
-  const Mask z_replaces_a = (xins > yins) & (zins < xins);
-  const Pair a_score = z_replaces_a ? zins : xins, b_score = z_replaces_b ? zins : yins;
-  const Pair a_point = both(6) - masked(z_replaces_a, both(3)), b_point = both(5) - masked(z_replaces_b, both(2));
-  const Pair wins = both(3) - in_sum;
-  const Mask single = (wins < a_score) | (wins < b_score);
-  // a_point & b_point: two distinct two-bit points out of three bits share one bit, a + b - 7.
-  return both(kUpperKeys) + (single ? (b_score < a_score ? b_point : a_point) : a_point + b_point - both(7));
+  // a_point | b_point: the points are distinct bits. Mirrored, (7 - a) & (7 - b) is 7 - (a | b).
+  const Pair c = single ? (b_score > a_score ? b_point : a_point) : a_point + b_point;
+  return upper ? both(kUpperKeys + 7) - c : c;
 }
 
 /** The octahedron in between: the closest vertex of each pair of axes, then the two best. */
@@ -190,9 +186,8 @@ struct Located {
     const Pair yins = ys - ysb;
     const Pair zins = zs - zsb;
     const Pair in_sum = xins + yins + zins;
-    key = in_sum <= both(1) ? lower_key(xins, yins, zins, in_sum)
-          : in_sum >= both(2) ? upper_key(xins, yins, zins, in_sum)
-                              : middle_key(xins, yins, zins);
+    const Mask upper = in_sum >= both(2);
+    key = (in_sum <= both(1)) | upper ? tetrahedron_key(xins, yins, zins, in_sum, upper) : middle_key(xins, yins, zins);
   }
 
   Cell cell(int lane) const {
