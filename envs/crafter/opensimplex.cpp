@@ -5,6 +5,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace turnrl::envs::crafter {
 namespace {
@@ -104,18 +106,22 @@ Pair floor_lanes(Pair v) {
   return rounded - masked(rounded > v, both(1));
 }
 
-// The extra vertices by key: c for in_sum <= 1, 8 + c for in_sum >= 2, 16 + 8 * a_point + b_point in between.
+// Keys: c for in_sum <= 1, 8 + c for in_sum >= 2, 16 + 8 * a_point + b_point in between.
 constexpr int kUpperKeys = 8, kMiddleKeys = 16, kKeys = kMiddleKeys + 8 * 6 + 6 + 1;
-constexpr auto kExtraVertices = [] {
-  std::array<ExtraVertices, kKeys> table{};
-  for (int c = 1; c <= 6; ++c) {
-    table[c] = lower_extra(c);
-    table[kUpperKeys + c] = upper_extra(c);
-  }
-  for (int a_point : {1, 3, 4, 6})
-    for (int b_point : {1, 2, 5, 6}) table[kMiddleKeys + 8 * a_point + b_point] = middle_extra(a_point, b_point);
-  return table;
-}();
+
+/** Whether a point can get `key`: c has one or two bits; a_point is 1, 3, 4 or 6, b_point 1, 2, 5 or 6. */
+constexpr bool reachable(int key) {
+  if (key < kMiddleKeys) return key % kUpperKeys >= 1 && key % kUpperKeys <= 6;
+  const int a_point = (key - kMiddleKeys) / 8, b_point = (key - kMiddleKeys) % 8;
+  return (a_point == 1 || a_point == 3 || a_point == 4 || a_point == 6) &&
+         (b_point == 1 || b_point == 2 || b_point == 5 || b_point == 6);
+}
+
+constexpr ExtraVertices extra_vertices(int key) {
+  if (key < kUpperKeys) return lower_extra(key);
+  if (key < kMiddleKeys) return upper_extra(key - kUpperKeys);
+  return middle_extra((key - kMiddleKeys) / 8, (key - kMiddleKeys) % 8);
+}
 
 // The keys are computed in doubles (small integers, exact): selects of doubles compile to SSE2 masks.
 
@@ -208,17 +214,17 @@ struct Lattice {
   }
 };
 
-enum class Region { kLower, kUpper, kMiddle };
 
 /**
- * Sets out[i] to the noise at cells[i] for the `count` indices i, whose points all have the same
- * key: the region's vertices and then `extra`, two points at a time (an odd last point twice).
+ * Sets out[i] to the noise at cells[i] for the `count` indices i, whose points all have the key kKey:
+ * its region's vertices and then its extra ones, two points at a time (an odd last point twice).
+ * One instance per key, so that every vertex's offsets are constants.
  * A vertex out of reach, which the source skips, adds 0 * gradient = +-0.0 to a value that starts
  * at +0.0 and so never is -0.0: it leaves the value unchanged.
  */
-template <Region kRegion>
-void evaluate(const Lattice& lattice, const ExtraVertices& extra, const Cell* cells, const uint32_t* indices,
-              size_t count, double* out) {
+template <int kKey>
+void evaluate(const Lattice& lattice, const Cell* cells, const uint32_t* indices, size_t count, double* out) {
+  constexpr ExtraVertices kExtra = extra_vertices(kKey);
   for (size_t n = 0; n < count; n += 2) {
     const uint32_t first = indices[n], second = indices[n + 1 < count ? n + 1 : n];
     const Cell& a = cells[first];
@@ -241,12 +247,12 @@ void evaluate(const Lattice& lattice, const ExtraVertices& extra, const Cell* ce
       add(i, j, k, (dx0 - static_cast<double>(i)) - squish, (dy0 - static_cast<double>(j)) - squish,
           (dz0 - static_cast<double>(k)) - squish);
     };
-    if constexpr (kRegion == Region::kLower) {
+    if constexpr (kKey < kUpperKeys) {
       add_own(0, 0, 0);
       add_own(1, 0, 0);
       add_own(0, 1, 0);
       add_own(0, 0, 1);
-    } else if constexpr (kRegion == Region::kUpper) {
+    } else if constexpr (kKey < kMiddleKeys) {
       add_own(1, 1, 0);
       add_own(1, 0, 1);
       add_own(0, 1, 1);
@@ -259,25 +265,28 @@ void evaluate(const Lattice& lattice, const ExtraVertices& extra, const Cell* ce
       add_own(1, 0, 1);
       add_own(0, 1, 1);
     }
-    const auto distance = [](Pair d0, const Axis& axis) { return ((d0 - axis.first) - axis.second) - axis.third; };
-    for (const Vertex& v : extra)
+    const auto add_extra = [&](const Vertex& v) __attribute__((always_inline)) {
+      const auto distance = [](Pair d0, const Axis& axis) { return ((d0 - axis.first) - axis.second) - axis.third; };
       add(v[0].offset, v[1].offset, v[2].offset, distance(dx0, v[0]), distance(dy0, v[1]), distance(dz0, v[2]));
+    };
+    add_extra(kExtra[0]);
+    add_extra(kExtra[1]);
     value /= kNorm;
     out[first] = value[0];
     out[second] = value[1];
   }
 }
 
-void evaluate_key(const Lattice& lattice, int key, const Cell* cells, const uint32_t* indices, size_t count,
-                  double* out) {
-  const ExtraVertices& extra = kExtraVertices[key];
-  if (key < kUpperKeys)
-    evaluate<Region::kLower>(lattice, extra, cells, indices, count, out);
-  else if (key < kMiddleKeys)
-    evaluate<Region::kUpper>(lattice, extra, cells, indices, count, out);
-  else
-    evaluate<Region::kMiddle>(lattice, extra, cells, indices, count, out);
-}
+using Evaluator = void (*)(const Lattice&, const Cell*, const uint32_t*, size_t, double*);
+
+/** evaluate<key> by key, null for unreachable keys. */
+constexpr auto kEvaluators = []<int... kKey>(std::integer_sequence<int, kKey...>) {
+  const auto evaluator = []<int kOne>(std::integral_constant<int, kOne>) -> Evaluator {
+    if constexpr (reachable(kOne)) return &evaluate<kOne>;
+    return nullptr;
+  };
+  return std::array<Evaluator, kKeys>{evaluator(std::integral_constant<int, kKey>{})...};
+}(std::make_integer_sequence<int, kKeys>{});
 
 }  // namespace
 
@@ -309,7 +318,7 @@ double OpenSimplex::noise3(double x, double y, double z) const {
   const uint32_t index = 0;
   double value;
   const Lattice lattice{perm_.data(), gradient_x_.data(), gradient_y_.data(), gradient_z_.data()};
-  evaluate_key(lattice, static_cast<int>(located.key[0]), &cell, &index, 1, &value);
+  kEvaluators[static_cast<int>(located.key[0])](lattice, &cell, &index, 1, &value);
   return value;
 }
 
@@ -341,7 +350,7 @@ void OpenSimplex::noise3(std::span<const double> x, std::span<const double> y, s
   const Lattice lattice{perm_.data(), gradient_x_.data(), gradient_y_.data(), gradient_z_.data()};
   for (int key = 0; key < kKeys; ++key)
     if (starts[key + 1] > starts[key])
-      evaluate_key(lattice, key, cells.get(), order.get() + starts[key], starts[key + 1] - starts[key], out.data());
+      kEvaluators[key](lattice, cells.get(), order.get() + starts[key], starts[key + 1] - starts[key], out.data());
 }
 
 }  // namespace turnrl::envs::crafter

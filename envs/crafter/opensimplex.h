@@ -10,8 +10,10 @@ namespace turnrl::envs::crafter {
 class OpenSimplex {
  public:
   explicit OpenSimplex(int64_t seed);
+  /** The source's noise3d(x, y, z); throws std::out_of_range unless finite with |x| + |y| + |z| <= 2^50. */
   double noise3(double x, double y, double z) const;
-  /** out[i] = noise3(x[i], y[i], z[i]), bit for bit, but cheaper per point for many points. */
+  /** out[i] = noise3(x[i], y[i], z[i]), bit for bit, at about half the cost per point of single calls.
+   *  Throws std::invalid_argument when the sizes differ. */
   void noise3(std::span<const double> x, std::span<const double> y, std::span<const double> z,
               std::span<double> out) const;
 
