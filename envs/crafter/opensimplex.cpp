@@ -29,10 +29,10 @@ int64_t lcg(int64_t s) {
 // The source picks a region of the super-cell and, inside it, two extra vertices through a tree of
 // data-dependent comparisons, then adds the attenuated extrapolations at the region's vertices and
 // at the two extra ones. Here every point gets a key from the same comparisons, made with masks
-// rather than branches (they would mispredict about every other point); a table built at compile
-// time from the source's rules gives each key's extra vertices; and the points are evaluated key by
-// key. All of it runs two points at a time in the lanes of SSE2 registers, each lane doing the
-// source's operations on doubles in the source's order, so every result is the source's, bit for bit.
+// rather than branches (they would mispredict about every other point); the points are grouped by
+// key and each group runs a loop of its own, whose vertices the source's rules give at compile time.
+// All of it runs two points at a time in the lanes of SSE2 registers, each lane doing the source's
+// operations on doubles in the source's order, so every result is the source's, bit for bit.
 
 /**
  * One coordinate of a vertex: its lattice offset from the super-cell origin, and the source's
@@ -214,7 +214,6 @@ struct Lattice {
   }
 };
 
-
 /**
  * Sets out[i] to the noise at cells[i] for the `count` indices i, whose points all have the key kKey:
  * its region's vertices and then its extra ones, two points at a time (an odd last point twice).
@@ -310,7 +309,6 @@ OpenSimplex::OpenSimplex(int64_t seed) {
     gradient_z_[h] = g[2];
   }
 }
-
 
 double OpenSimplex::noise3(double x, double y, double z) const {
   const Located located(both(x), both(y), both(z));
