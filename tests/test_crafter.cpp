@@ -3,8 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
+#include <sstream>
 
 #include <zlib.h>
 
@@ -71,33 +78,58 @@ TEST_CASE("a corrupted golden record is reported at the right field") {
 }
 
 TEST_CASE("OpenSimplex noise3 equals opensimplex v0.3 bit for bit") {
-  struct Sample {
+  // 3000 points of tests/data/opensimplex/make_noise3_samples.py over six seeds: "seed x y z value".
+  const std::string path = std::string(TURNRL_SOURCE_DIR) + "/tests/data/opensimplex/noise3_samples.txt.gz";
+  gzFile file = gzopen(path.c_str(), "rb");
+  REQUIRE_MESSAGE(file, path);
+  std::map<int64_t, std::vector<std::array<double, 4>>> samples;  // by seed: x, y, z, value
+  char line[256];
+  while (gzgets(file, line, sizeof line)) {
+    std::istringstream fields(line);
     int64_t seed;
-    double x, y, z, value;
-  };
-  // Printed with repr() from /work/refsrc/opensimplex-v0.3 (OpenSimplex(seed).noise3d(x, y, z)).
-  const Sample samples[] = {
-      {0, 0.0, 0.0, 0.0, 1.1984697154842467e-66},
-      {0, 0.5, 1.25, 3.0, 0.3710342496234642},
-      {0, 12.3, 4.56, 7.0, 0.535304122215713},
-      {0, 42.0, 0.2, 8.0, -0.009647071188143766},
-      {0, 0.6666666666666666, 10.333333333333334, 1.0, -0.4133082167895109},
-      {0, 17.2, 39.8, 5.0, 0.005979638283270611},
-      {1256191933, 0.5, 1.25, 3.0, -0.27320983242324665},
-      {1256191933, 12.3, 4.56, 7.0, -0.3833472494594193},
-      {1256191933, 42.0, 0.2, 8.0, -0.5266614140588887},
-      {1256191933, 0.6666666666666666, 10.333333333333334, 1.0, 0.07158116338134247},
-      {1256191933, 17.2, 39.8, 5.0, -0.587917697477965},
-      {2147483646, 0.0, 0.0, 0.0, -1.843799562283456e-66},
-      {2147483646, 0.5, 1.25, 3.0, 0.10755981679415944},
-      {2147483646, 12.3, 4.56, 7.0, -0.19209264439724114},
-      {2147483646, 42.0, 0.2, 8.0, 0.36705324797187505},
-      {2147483646, 17.2, 39.8, 5.0, -0.2991137003328929},
-  };
-  for (const Sample& s : samples) {
-    INFO(s.seed << " " << s.x << " " << s.y << " " << s.z);
-    CHECK(OpenSimplex(s.seed).noise3(s.x, s.y, s.z) == s.value);
+    std::string x, y, z, value;
+    const bool parsed = static_cast<bool>(fields >> seed >> x >> y >> z >> value);
+    REQUIRE_MESSAGE(parsed, line);
+    const auto number = [](const std::string& hex) { return std::strtod(hex.c_str(), nullptr); };
+    samples[seed].push_back({number(x), number(y), number(z), number(value)});
   }
+  gzclose(file);
+  REQUIRE(samples.size() == 6);
+  const auto bits = [](double v) { return std::bit_cast<uint64_t>(v); };
+  for (const auto& [seed, points] : samples) {
+    const OpenSimplex noise(seed);
+    std::vector<double> x, y, z, batch(points.size());
+    for (const auto& p : points) {
+      x.push_back(p[0]);
+      y.push_back(p[1]);
+      z.push_back(p[2]);
+    }
+    noise.noise3(x, y, z, batch);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      const double single = noise.noise3(x[i], y[i], z[i]);
+      if (bits(single) == bits(points[i][3]) && bits(batch[i]) == bits(points[i][3])) continue;
+      const auto hex = [](double v) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%a", v);
+        return std::string(text);
+      };
+      if (++mismatches <= 5)
+        FAIL_CHECK("seed " << seed << " noise3(" << hex(x[i]) << ", " << hex(y[i]) << ", " << hex(z[i]) << ") = "
+                           << hex(single) << " (batch " << hex(batch[i]) << "), reference " << hex(points[i][3]));
+    }
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("OpenSimplex noise3 rejects what it cannot place") {
+  const OpenSimplex noise(0);
+  CHECK_THROWS_AS(noise.noise3(std::nan(""), 0, 0), std::out_of_range);
+  CHECK_THROWS_AS(noise.noise3(0, 1e300, 0), std::out_of_range);
+  std::vector<double> x(3, 0.5), y(3, 0.25), z(2, 1.0), out(3);
+  CHECK_THROWS_AS(noise.noise3(x, y, z, out), std::invalid_argument);
+  z.push_back(INFINITY);
+  CHECK_THROWS_AS(noise.noise3(x, y, z, out), std::out_of_range);
 }
 
 TEST_CASE("sha256 of known inputs") {

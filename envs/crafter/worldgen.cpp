@@ -32,9 +32,8 @@ struct Coordinate {
 
 /**
  * One octave of worldgen._simplex over the area, noise3(x / size, y / size, z), cached per cell.
- * Noise is pure, so cells can be computed in any order: `prefetch` computes one field at a time in
- * scan order, where neighbouring cells take the same branches through the noise and the branch
- * predictor makes each call about 1.5x cheaper than the interleaved calls of the scan itself.
+ * Noise is pure, so cells can be computed in any order: `prefetch` computes the cells a rule will
+ * read in one batch, which OpenSimplex evaluates about twice as fast per point as one call per cell.
  */
 class OctaveField {
  public:
@@ -43,17 +42,20 @@ class OctaveField {
       : simplex_(simplex), height_(height), z_(z), size_(size), x_(x), y_(y),
         values_(static_cast<size_t>(width) * height, std::numeric_limits<double>::quiet_NaN()) {}
 
-  double at(int x, int y) {
-    double& value = values_[static_cast<size_t>(x) * height_ + y];
-    if (std::isnan(value)) value = simplex_.noise3(x_(x) / size_, y_(y) / size_, z_);
+  double at(Pos p) {
+    double& value = values_[static_cast<size_t>(p.x) * height_ + p.y];
+    if (std::isnan(value)) value = simplex_.noise3(x_(p.x) / size_, y_(p.y) / size_, z_);
     return value;
   }
 
-  template <class Needed>
-  void prefetch(int width, Needed needed) {
-    for (int x = 0; x < width; ++x)
-      for (int y = 0; y < height_; ++y)
-        if (needed(x, y)) at(x, y);
+  void prefetch(const std::vector<Pos>& cells) {
+    std::vector<double> xs(cells.size()), ys(cells.size()), zs(cells.size(), z_), noise(cells.size());
+    for (size_t i = 0; i < cells.size(); ++i) {
+      xs[i] = x_(cells[i].x) / size_;
+      ys[i] = y_(cells[i].y) / size_;
+    }
+    simplex_.noise3(xs, ys, zs, noise);
+    for (size_t i = 0; i < cells.size(); ++i) values_[static_cast<size_t>(cells[i].x) * height_ + cells[i].y] = noise[i];
   }
 
  private:
@@ -95,64 +97,74 @@ struct Climate {
 Climate climate(TerrainNoise& noise, int x, int y, Pos player) {
   const int dx = x - player.x, dy = y - player.y;
   double start = 4 - std::sqrt(static_cast<double>(dx * dx + dy * dy));
-  start += 2 * noise.start.at(x, y);
+  start += 2 * noise.start.at({x, y});
   start = 1 / (1 + std::exp(-start));
-  double water = combine({{1.0, noise.water_15.at(x, y)}, {0.15, noise.water_5.at(x, y)}}, false) + 0.1;
+  double water = combine({{1.0, noise.water_15.at({x, y})}, {0.15, noise.water_5.at({x, y})}}, false) + 0.1;
   water -= 2 * start;
-  double mountain = combine({{1.0, noise.mountain_15.at(x, y)}, {0.3, noise.mountain_5.at(x, y)}}, true);
+  double mountain = combine({{1.0, noise.mountain_15.at({x, y})}, {0.3, noise.mountain_5.at({x, y})}}, true);
   mountain -= 4 * start + 0.3 * water;
   return {start, water, mountain};
 }
-
-bool is_mountain(const Climate& c) { return c.start <= 0.5 && c.mountain > 0.15; }
 
 Material terrain(World& world, TerrainNoise& noise, const Climate& c, int x, int y, bool& tunnel) {
   RandomState& random = world.random;
   if (c.start > 0.5) return Material::kGrass;
   if (c.mountain > 0.15) {
-    if (noise.cave.at(x, y) > 0.15 && c.mountain > 0.3) return Material::kPath;
-    if (noise.horizontal_tunnel.at(x, y) > 0.4 || noise.vertical_tunnel.at(x, y) > 0.4) {
+    if (noise.cave.at({x, y}) > 0.15 && c.mountain > 0.3) return Material::kPath;
+    if (noise.horizontal_tunnel.at({x, y}) > 0.4 || noise.vertical_tunnel.at({x, y}) > 0.4) {
       tunnel = true;
       return Material::kPath;
     }
-    if (noise.coal.at(x, y) > 0 && random.uniform() > 0.85) return Material::kCoal;
-    if (noise.iron.at(x, y) > 0.4 && random.uniform() > 0.75) return Material::kIron;
+    if (noise.coal.at({x, y}) > 0 && random.uniform() > 0.85) return Material::kCoal;
+    if (noise.iron.at({x, y}) > 0.4 && random.uniform() > 0.75) return Material::kIron;
     if (c.mountain > 0.18 && random.uniform() > 0.994) return Material::kDiamond;
-    if (c.mountain > 0.3 && noise.lava.at(x, y) > 0.35) return Material::kLava;
+    if (c.mountain > 0.3 && noise.lava.at({x, y}) > 0.35) return Material::kLava;
     return Material::kStone;
   }
-  if (0.25 < c.water && c.water <= 0.35 && noise.sand.at(x, y) > -0.2) return Material::kSand;
+  if (0.25 < c.water && c.water <= 0.35 && noise.sand.at({x, y}) > -0.2) return Material::kSand;
   if (0.3 < c.water) return Material::kWater;
-  if (noise.tree.at(x, y) > 0 && random.uniform() > 0.8) return Material::kTree;
+  if (noise.tree.at({x, y}) > 0 && random.uniform() > 0.8) return Material::kTree;
   return Material::kGrass;
 }
 
+/** The cells of `cells` that `keep` keeps. */
+template <class Keep>
+std::vector<Pos> filter(const std::vector<Pos>& cells, Keep keep) {
+  std::vector<Pos> kept;
+  kept.reserve(cells.size());
+  for (Pos p : cells)
+    if (keep(p)) kept.push_back(p);
+  return kept;
+}
+
 /**
- * Computes, field by field, the octaves `terrain` will read. The conditions follow terrain's rules
- * but may over-approximate (past a random draw they must): a cell left out is computed on demand.
+ * Computes, field by field, the octaves `terrain` will read: the cells that reach each rule, found
+ * by filtering the cells of the rule before. Past a random draw the sets over-approximate (a cell
+ * whose coal draw succeeds reads no iron); a cell left out would be computed on demand.
  */
 void prefetch_noise(TerrainNoise& noise, const std::vector<Climate>& climates, int width, int height) {
-  const auto cell = [&](int x, int y) -> const Climate& { return climates[static_cast<size_t>(x) * height + y]; };
-  const auto mountain = [&](int x, int y) { return is_mountain(cell(x, y)); };
-  const auto not_cave = [&](int x, int y) {
-    return mountain(x, y) && !(noise.cave.at(x, y) > 0.15 && cell(x, y).mountain > 0.3);
-  };
-  const auto ore = [&](int x, int y) {
-    return not_cave(x, y) && !(noise.horizontal_tunnel.at(x, y) > 0.4) && !(noise.vertical_tunnel.at(x, y) > 0.4);
-  };
-  const auto lowland = [&](int x, int y) { return cell(x, y).start <= 0.5 && !(cell(x, y).mountain > 0.15); };
-  noise.cave.prefetch(width, mountain);
-  noise.horizontal_tunnel.prefetch(width, not_cave);
-  noise.vertical_tunnel.prefetch(width, [&](int x, int y) {
-    return not_cave(x, y) && !(noise.horizontal_tunnel.at(x, y) > 0.4);
-  });
-  noise.coal.prefetch(width, ore);
-  noise.iron.prefetch(width, ore);
-  noise.lava.prefetch(width, [&](int x, int y) { return ore(x, y) && cell(x, y).mountain > 0.3; });
-  noise.sand.prefetch(width, [&](int x, int y) {
-    return lowland(x, y) && 0.25 < cell(x, y).water && cell(x, y).water <= 0.35;
-  });
-  noise.tree.prefetch(width, [&](int x, int y) { return lowland(x, y) && cell(x, y).water <= 0.35; });
+  const auto climate_at = [&](Pos p) -> const Climate& { return climates[static_cast<size_t>(p.x) * height + p.y]; };
+  std::vector<Pos> mountain, lowland;
+  for (int x = 0; x < width; ++x) {
+    for (int y = 0; y < height; ++y) {
+      const Climate& c = climate_at({x, y});
+      if (c.start > 0.5) continue;
+      (c.mountain > 0.15 ? mountain : lowland).push_back({x, y});
+    }
+  }
+  noise.cave.prefetch(mountain);
+  const auto not_cave =
+      filter(mountain, [&](Pos p) { return !(noise.cave.at(p) > 0.15 && climate_at(p).mountain > 0.3); });
+  noise.horizontal_tunnel.prefetch(not_cave);
+  const auto no_horizontal = filter(not_cave, [&](Pos p) { return !(noise.horizontal_tunnel.at(p) > 0.4); });
+  noise.vertical_tunnel.prefetch(no_horizontal);
+  const auto ore = filter(no_horizontal, [&](Pos p) { return !(noise.vertical_tunnel.at(p) > 0.4); });
+  noise.coal.prefetch(ore);
+  noise.iron.prefetch(ore);
+  noise.lava.prefetch(filter(ore, [&](Pos p) { return climate_at(p).mountain > 0.3; }));
+  noise.sand.prefetch(
+      filter(lowland, [&](Pos p) { return 0.25 < climate_at(p).water && climate_at(p).water <= 0.35; }));
+  noise.tree.prefetch(filter(lowland, [&](Pos p) { return climate_at(p).water <= 0.35; }));
 }
 
 void place_creature(World& world, int x, int y, Pos player, bool tunnel) {
@@ -184,9 +196,12 @@ void generate_world(World& world, Pos player) {
   const int width = world.width(), height = world.height();
   const OpenSimplex simplex(world.random.randint(0, (int64_t{1} << 31) - 1));
   TerrainNoise noise(simplex, width, height);
-  const auto everywhere = [](int, int) { return true; };
+  std::vector<Pos> everywhere;
+  everywhere.reserve(static_cast<size_t>(width) * height);
+  for (int x = 0; x < width; ++x)
+    for (int y = 0; y < height; ++y) everywhere.push_back({x, y});
   for (OctaveField* field : {&noise.start, &noise.water_15, &noise.water_5, &noise.mountain_15, &noise.mountain_5})
-    field->prefetch(width, everywhere);
+    field->prefetch(everywhere);
   std::vector<Climate> climates(static_cast<size_t>(width) * height);
   for (int x = 0; x < width; ++x)
     for (int y = 0; y < height; ++y) climates[static_cast<size_t>(x) * height + y] = climate(noise, x, y, player);
