@@ -110,7 +110,16 @@ std::vector<Generation> generate_tokens(Qwen2Model& model, const std::vector<std
   std::vector<int64_t> next_position(batch);
   for (int64_t b = 0; b < batch; ++b) next_position[b] = static_cast<int64_t>(prompts[b].size());
   std::vector<bool> done(batch, false);
-  std::mt19937_64 rng(params.seed);
+  if (!params.row_seeds.empty() && params.row_seeds.size() != prompts.size()) {
+    throw std::invalid_argument("generate: " + std::to_string(params.row_seeds.size()) + " row seeds for " +
+                                std::to_string(prompts.size()) + " prompts");
+  }
+  std::vector<std::mt19937_64> rngs;
+  if (params.row_seeds.empty()) {
+    rngs.emplace_back(params.seed);
+  } else {
+    for (uint64_t seed : params.row_seeds) rngs.emplace_back(seed);
+  }
   std::vector<double> weight;
   std::vector<int32_t> order;
   for (int step = 0; step < params.max_new_tokens; ++step) {
@@ -122,7 +131,7 @@ std::vector<Generation> generate_tokens(Qwen2Model& model, const std::vector<std
     bool any_running = false;
     for (int64_t b = 0; b < batch; ++b) {
       if (done[b]) continue;
-      const auto [token, logprob] = sample(data + b * vocab, candidates, params, rng, weight, order);
+      const auto [token, logprob] = sample(data + b * vocab, candidates, params, rngs[rngs.size() == 1 ? 0 : b], weight, order);
       out[b].ids.push_back(token);
       out[b].logprobs.push_back(logprob);
       if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {

@@ -32,6 +32,16 @@ std::unique_ptr<LanguageModel> LanguageModel::load(const std::string& dir, const
   return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));
 }
 
+std::unique_ptr<LanguageModel> LanguageModel::over(Qwen2Model module, Tokenizer tokenizer) {
+  auto impl = std::make_unique<Impl>();
+  impl->device = module->parameters().front().device();
+  impl->model = std::move(module);
+  impl->pad_id = tokenizer.pad_id();
+  impl->stop_ids = tokenizer.stop_ids();
+  impl->tokenizer = std::move(tokenizer);
+  return std::unique_ptr<LanguageModel>(new LanguageModel(std::move(impl)));
+}
+
 const Tokenizer& LanguageModel::tokenizer() const {
   if (!impl_->tokenizer) throw std::logic_error("this model folder has no tokenizer.json");
   return *impl_->tokenizer;

@@ -10,6 +10,8 @@
 
 namespace turnrl::agents {
 
+class Qwen2Model;  // agents/qwen2_model.h (torch)
+
 struct SamplingParams {
   float temperature = 1.0f;
   int top_k = 0;         // 0: off
@@ -17,6 +19,9 @@ struct SamplingParams {
   int max_new_tokens = 64;
   bool greedy = false;
   uint64_t seed = 0;
+  /** When non-empty, one sampling stream per prompt (instead of one for the batch from `seed`),
+   *  so a reply does not depend on which batch its prompt landed in. */
+  std::vector<uint64_t> row_seeds;
   /** When non-empty, the policy is restricted to these tokens (constrained decoding); scoring
    *  with the same list gives the log-probs of that restricted policy. */
   std::vector<int32_t> allowed_tokens;
@@ -32,6 +37,8 @@ class LanguageModel {
  public:
   /** Loads a Hugging Face folder (config.json, model.safetensors or shards, tokenizer.json). */
   static std::unique_ptr<LanguageModel> load(const std::string& dir, const std::string& device = "cpu");
+  /** Acts with a module owned elsewhere (the trainer's actor): generation sees its live weights. */
+  static std::unique_ptr<LanguageModel> over(Qwen2Model module, Tokenizer tokenizer);
   ~LanguageModel();
 
   /** Prompts of different lengths are left-padded into one batch. */

@@ -26,7 +26,7 @@ std::vector<AgentReply> LlmAgent::act(const std::vector<AgentPrompt>& prompts) {
   std::vector<std::vector<int32_t>> ids;
   ids.reserve(prompts.size());
   SamplingParams params = params_;
-  // One sampling stream per batch, derived from its requests so that reruns reproduce it.
+  params.row_seeds.clear();
   for (const auto& prompt : prompts) {
     ids.push_back(encode_prompt(prompt.messages));
     if (ids.back().size() > max_prompt_tokens()) {
@@ -35,7 +35,7 @@ std::vector<AgentReply> LlmAgent::act(const std::vector<AgentPrompt>& prompts) {
                               std::to_string(params_.max_new_tokens) +
                               " new tokens, even with the oldest turns dropped (shorten the instruction or the reply)");
     }
-    params.seed = params.seed * 0x9E3779B97F4A7C15ULL + prompt.seed;
+    params.row_seeds.push_back(params_.seed * 0x9E3779B97F4A7C15ULL + prompt.seed);
   }
   const auto start = std::chrono::steady_clock::now();
   std::vector<Generation> generations = model_->generate(ids, params);

@@ -20,6 +20,7 @@ trainer::RolloutConfig small_config(bool pipelined) {
   config.n_env = 5;
   config.e_len = 7;
   config.seed = 42;
+  config.first_episode_seed = 1000;
   config.pipelined = pipelined;
   config.batch_size = pipelined ? 2 : 0;
   return config;
@@ -108,18 +109,52 @@ TEST_CASE("no turn lost or duplicated; seeds reproducible; pipelined == lock-ste
   }
 }
 
-TEST_CASE("episode seeds come from a seeded stream per slot") {
+TEST_CASE("episode seeds: first_episode_seed + episode id, distinct and reproducible") {
   std::vector<trainer::RolloutBatch> first, second;
   run(true, 3, &first);
   run(false, 3, &second);
   std::set<uint64_t> seeds;
   for (size_t k = 0; k < first.size(); ++k) {
     for (size_t r = 0; r < first[k].turns.size(); ++r) {
-      CHECK(first[k].turns[r].episode_seed == second[k].turns[r].episode_seed);
-      seeds.insert(first[k].turns[r].episode_seed);
+      const auto& turn = first[k].turns[r];
+      CHECK(turn.episode_seed == second[k].turns[r].episode_seed);
+      CHECK(turn.episode_seed == small_config(true).first_episode_seed + turn.episode_id);
+      CHECK(turn.episode_id % 5 == static_cast<uint64_t>(turn.slot));
+      seeds.insert(turn.episode_seed);
     }
   }
   CHECK(seeds.size() > 5u);  // fresh seeds on auto-reset
+}
+
+TEST_CASE("a restored rollout continues its episodes in flight exactly") {
+  agents::RandomAgent agent;
+  trainer::Rollout uninterrupted(counting_env, agent, small_config(true));
+  uninterrupted.collect();
+  trainer::Rollout before(counting_env, agent, small_config(true));
+  before.collect();
+  const nlohmann::json state = nlohmann::json::parse(before.state().dump());  // as a checkpoint stores it
+  size_t replies_in_flight = 0;
+  for (const auto& slot : state.at("slots")) replies_in_flight += slot.at("replies").size();
+  CHECK(replies_in_flight > 0);
+  trainer::Rollout resumed(counting_env, agent, small_config(true));
+  resumed.restore(state);
+  for (int c = 0; c < 2; ++c) {
+    const trainer::RolloutBatch expected = uninterrupted.collect();
+    const trainer::RolloutBatch got = resumed.collect();
+    REQUIRE(got.turns.size() == expected.turns.size());
+    for (size_t r = 0; r < got.turns.size(); ++r) {
+      CHECK(got.turns[r].episode_id == expected.turns[r].episode_id);
+      CHECK(got.turns[r].turn_index == expected.turns[r].turn_index);
+      CHECK(got.turns[r].reply == expected.turns[r].reply);
+      CHECK(got.turns[r].reward == expected.turns[r].reward);
+    }
+  }
+  trainer::Rollout wrong_size(counting_env, agent, [] {
+    auto config = small_config(true);
+    config.n_env = 4;
+    return config;
+  }());
+  CHECK_THROWS_AS(wrong_size.restore(state), std::invalid_argument);
 }
 
 TEST_CASE("invalid-action penalty, reward normalisation, terminated vs truncated") {

@@ -9,7 +9,7 @@
 
 #include "trainer/advantages.h"
 #include "trainer/ppo_loss.h"
-#include "trainer/ppo_collector.h"
+#include "trainer/acting.h"
 #include "trainer/ppo_trainer.h"
 #include "envs/registry.h"
 #include "agents/tokenizer.h"
@@ -214,7 +214,7 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   std::ifstream state_file(interrupted.run.out + "/checkpoint/state.json");
   const nlohmann::json state = nlohmann::json::parse(state_file);
   size_t steps_in_flight = 0;
-  for (const auto& slot : state.at("collector").at("slots")) steps_in_flight += slot.at("replies").size();
+  for (const auto& slot : state.at("rollout").at("slots")) steps_in_flight += slot.at("replies").size();
   CHECK(steps_in_flight > 0);
   interrupted.run.iterations = 4;
   PpoTrainer(interrupted, interrupted.run.out + "/checkpoint").train();
@@ -233,13 +233,8 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
 
 TEST_CASE("action tokens are the tokens after the last ACTION: marker") {
   const auto tokenizer = turnrl::agents::Tokenizer::load(turnrl::test::shared_path("tokenizers/qwen"));
-  TrainConfig config;
-  config.sampling.action_tokens_only = false;
-  std::vector<std::unique_ptr<turnrl::envs::Env>> envs;
-  envs.push_back(turnrl::envs::make_env("babyai/goto"));
-  const Actor actor(config, tokenizer, envs);
   const std::vector<int32_t> ids = tokenizer.encode("THINK: the key is ahead. ACTION: maybe\nACTION: go forward");
-  const int start = actor.action_token_start(ids);
+  const int start = action_token_start(ids, tokenizer, false);
   REQUIRE(start > 0);
   REQUIRE(start < static_cast<int>(ids.size()));
   const std::string before(tokenizer.decode({ids.begin(), ids.begin() + start}));
@@ -247,7 +242,6 @@ TEST_CASE("action tokens are the tokens after the last ACTION: marker") {
   CHECK(before.find("go") == std::string::npos);
   CHECK(tokenizer.decode({ids.begin() + start, ids.end()}).find("go forward") != std::string::npos);
   const std::vector<int32_t> no_marker = tokenizer.encode("no marker at all");
-  CHECK(actor.action_token_start(no_marker) == static_cast<int>(no_marker.size()));
-  config.sampling.action_tokens_only = true;
-  CHECK(Actor(config, tokenizer, envs).action_token_start(ids) == 0);
+  CHECK(action_token_start(no_marker, tokenizer, false) == static_cast<int>(no_marker.size()));
+  CHECK(action_token_start(ids, tokenizer, true) == 0);
 }

@@ -25,7 +25,7 @@ void save_checkpoint(const std::string& dir, agents::Qwen2Model& actor, agents::
     std::ofstream out(temp + "/state.json");
     out << nlohmann::json{{"iteration", state.iteration},
                           {"elapsed_seconds", state.elapsed_seconds},
-                          {"collector", state.collector},
+                          {"rollout", state.rollout},
                           {"shuffle_rng", state.shuffle_rng},
                           {"curve", curve}}
                .dump(1);
@@ -51,8 +51,8 @@ CheckpointState load_checkpoint(const std::string& dir, torch::optim::Optimizer&
   CheckpointState state;
   state.iteration = json["iteration"].get<int>();
   state.elapsed_seconds = json["elapsed_seconds"].get<double>();
-  if (!json.contains("collector")) throw std::runtime_error(state_path + ": no collector state (written by an older turnrl?)");
-  state.collector = json["collector"];
+  if (!json.contains("rollout")) throw std::runtime_error(state_path + ": no rollout state (written by an older turnrl?)");
+  state.rollout = json["rollout"];
   state.shuffle_rng = json["shuffle_rng"].get<std::string>();
   for (const auto& p : json.at("curve")) {
     state.curve.push_back({p.at(0).get<double>(), p.at(1).get<int>(), p.at(2).get<double>(), p.at(3).get<std::vector<double>>()});

@@ -14,7 +14,7 @@ namespace turnrl::trainer {
 struct CheckpointState {
   int iteration = 0;
   double elapsed_seconds = 0.0;
-  nlohmann::json collector;      // PpoCollector::state(): seed streams and episodes in flight
+  nlohmann::json rollout;        // Rollout::state(): episodes begun and in flight
   std::string shuffle_rng;       // std::mt19937_64 state as text
   std::vector<EvalPoint> curve;  // evaluations so far
 };

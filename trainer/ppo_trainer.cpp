@@ -14,14 +14,18 @@
 
 #include "agents/compute_threads.h"
 #include "agents/generation.h"
+#include "agents/llm_agent.h"
 #include "agents/model_presets.h"
 #include "agents/qwen2_model.h"
 #include "agents/tokenizer.h"
+#include "envs/registry.h"
+#include "trainer/acting.h"
 #include "trainer/advantages.h"
 #include "trainer/checkpoint.h"
+#include "trainer/episode_runner.h"
 #include "trainer/learning_curve.h"
 #include "trainer/ppo_loss.h"
-#include "trainer/ppo_collector.h"
+#include "trainer/rollout.h"
 
 namespace turnrl::trainer {
 namespace {
@@ -30,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kScoringChunk = 256;
 
-/** Per-turn training targets, aligned with TurnBatch::turns. */
+/** Per-turn training targets, aligned with RolloutBatch::turns. */
 struct Prepared {
   std::vector<std::vector<float>> old_logprobs;  // L
   std::vector<std::vector<float>> old_values;    // L + 1
@@ -59,22 +63,58 @@ torch::Tensor right_aligned(const std::vector<const std::vector<float>*>& rows, 
   return out;
 }
 
+/** Greedy success, reward and length of one task's evaluation episodes. */
+struct EvalResult {
+  std::string task;
+  double success = 0.0, mean_reward = 0.0, mean_length = 0.0;
+};
+
+/** `episodes` episodes per task on seeds first_seed, first_seed + 1, ..., all tasks at once
+ *  through the evaluation sweeps' episode runner; one result per task, in config order. */
+std::vector<EvalResult> evaluate(const TrainConfig& config, agents::Agent& agent, uint64_t first_seed, int episodes) {
+  const size_t tasks = config.env.ids.size();
+  std::vector<EvalResult> results(tasks);
+  std::vector<EpisodeJob> jobs;
+  for (size_t k = 0; k < tasks; ++k) {
+    results[k].task = config.env.ids[k];
+    for (int i = 0; i < episodes; ++i) jobs.push_back({config.env.ids[k], first_seed + i, k});
+  }
+  if (jobs.empty()) return results;
+  EpisodeRunnerConfig runner;
+  runner.parallel_episodes = static_cast<int>(jobs.size());
+  runner.batch_size = (jobs.size() + 1) / 2;  // two batches in flight
+  runner.history = history_config(config);
+  runner.actions = action_config(config);
+  run_episodes(
+      jobs, [&](const std::string& id) { return envs::make_env(id, config.env.options); }, agent, runner,
+      [&](EpisodeLog&& log) {
+        EvalResult& result = results[log.job.key];
+        result.success += log.progression / episodes;
+        result.mean_reward += log.episode_return / episodes;
+        result.mean_length += static_cast<double>(log.turns.size()) / episodes;
+      });
+  return results;
+}
+
 }  // namespace
 
 struct PpoTrainer::Impl {
   TrainConfig config;
   torch::Device device{torch::kCPU};
-  std::unique_ptr<agents::Tokenizer> tokenizer;
   agents::Qwen2Model actor{nullptr}, critic{nullptr}, reference{nullptr};
+  std::shared_ptr<agents::LanguageModel> policy;  // acts with the actor's live weights
+  std::unique_ptr<agents::LlmAgent> sampler, greedy;
   std::unique_ptr<torch::optim::AdamW> actor_optimizer, critic_optimizer;
-  std::unique_ptr<PpoCollector> rollout;
+  std::unique_ptr<Rollout> rollout;
   std::vector<int32_t> allowed;
   int iteration = 0;
   double elapsed_before = 0.0;  // seconds spent before a resume
   std::mt19937_64 shuffle_rng;
   std::vector<EvalPoint> curve;
 
-  std::vector<agents::ResponseBatch> chunks(const TurnBatch& batch, std::vector<size_t>& starts) const {
+  const agents::Tokenizer& tokenizer() const { return policy->tokenizer(); }
+
+  std::vector<agents::ResponseBatch> chunks(const RolloutBatch& batch, std::vector<size_t>& starts) const {
     std::vector<agents::ResponseBatch> out;
     for (size_t start = 0; start < batch.turns.size(); start += kScoringChunk) {
       std::vector<std::vector<int32_t>> prompts, responses;
@@ -82,13 +122,13 @@ struct PpoTrainer::Impl {
         prompts.push_back(batch.turns[i].prompt_ids);
         responses.push_back(batch.turns[i].response_ids);
       }
-      out.push_back(agents::make_response_batch(prompts, responses, tokenizer->pad_id(), device));
+      out.push_back(agents::make_response_batch(prompts, responses, tokenizer().pad_id(), device));
       starts.push_back(start);
     }
     return out;
   }
 
-  Prepared prepare(const TurnBatch& batch) {
+  Prepared prepare(const RolloutBatch& batch) {
     torch::NoGradGuard no_grad;
     Prepared p;
     const size_t n = batch.turns.size();
@@ -114,14 +154,14 @@ struct PpoTrainer::Impl {
     std::vector<std::vector<int32_t>> prompts;
     std::vector<int> slots;
     for (int s = 0; s < batch.n_env; ++s) {
-      if (batch.bootstrap_prompts[s].empty()) continue;
-      prompts.push_back(batch.bootstrap_prompts[s]);
+      if (!batch.bootstrap[s]) continue;
+      prompts.push_back(batch.bootstrap[s]->prompt_ids);
       slots.push_back(s);
     }
     if (!prompts.empty()) {
       const auto empty = std::vector<std::vector<int32_t>>(prompts.size());
       const torch::Tensor values =
-          agents::response_values(critic, agents::make_response_batch(prompts, empty, tokenizer->pad_id(), device)).to(torch::kCPU);
+          agents::response_values(critic, agents::make_response_batch(prompts, empty, tokenizer().pad_id(), device)).to(torch::kCPU);
       for (size_t j = 0; j < slots.size(); ++j) bootstrap[slots[j]] = values[static_cast<int64_t>(j)][0].item<float>();
     }
     // Token rewards: -kl_coef * (logp_old - logp_ref) on every response token, the env reward on the last.
@@ -135,14 +175,15 @@ struct PpoTrainer::Impl {
       std::vector<TurnSignals> signals;
       for (int t = 0; t < batch.e_len; ++t) {
         const size_t i = static_cast<size_t>(t) * batch.n_env + s;
-        const Turn& turn = batch.turns[i];
+        const TurnRecord& turn = batch.turns[i];
+        const int action_start = action_token_start(turn.response_ids, tokenizer(), config.sampling.action_tokens_only);
         TurnSignals sig;
         sig.values = p.old_values[i];
         sig.rewards.assign(turn.response_ids.size() + 1, 0.0f);
         for (size_t k = 0; k < turn.response_ids.size(); ++k) {
           const double kl = p.old_logprobs[i][k] - ref_logprobs[i][k];
           sig.rewards[k] -= static_cast<float>(config.ppo.kl_coef * kl);
-          const bool action_token = static_cast<int>(k) >= turn.action_token_start;
+          const bool action_token = static_cast<int>(k) >= action_start;
           (action_token ? kl_act : kl_reason) += kl;
           ++(action_token ? n_act : n_reason);
         }
@@ -171,7 +212,7 @@ struct PpoTrainer::Impl {
   }
 
   /** PPO epochs over shuffled mini-batches; the actor only when `train_actor`. Returns metrics. */
-  nlohmann::json update(const TurnBatch& batch, const Prepared& p, bool train_actor, size_t max_rows) {
+  nlohmann::json update(const RolloutBatch& batch, const Prepared& p, bool train_actor, size_t max_rows) {
     std::vector<size_t> order(batch.turns.size());
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), shuffle_rng);
@@ -195,7 +236,7 @@ struct PpoTrainer::Impl {
           old_v.push_back(&p.old_values[i]);
           ret.push_back(&p.returns[i]);
         }
-        const agents::ResponseBatch mb = agents::make_response_batch(prompts, responses, tokenizer->pad_id(), device);
+        const agents::ResponseBatch mb = agents::make_response_batch(prompts, responses, tokenizer().pad_id(), device);
         const int64_t r = mb.response_width;
         if (train_actor && r > 0) {
           torch::Tensor entropy;
@@ -258,7 +299,6 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
     spdlog::info("creating a '{}' model in {}", s.config.model.preset, path);
     agents::write_new_model(s.config.model.preset, path, s.config.run.seed, "");
   }
-  s.tokenizer = std::make_unique<agents::Tokenizer>(agents::Tokenizer::load(path));
   torch::manual_seed(s.config.run.seed);  // here, so the critic's head does not depend on whether the preset ran
   const std::string actor_dir = resume_dir.empty() ? path : resume_dir + "/actor";
   const std::string critic_dir = resume_dir.empty() ? path : resume_dir + "/critic";
@@ -272,17 +312,30 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
   s.critic_optimizer = std::make_unique<torch::optim::AdamW>(
       s.critic->parameters(), torch::optim::AdamWOptions(s.config.ppo.critic_lr).weight_decay(s.config.ppo.weight_decay).eps(1e-5));
   s.shuffle_rng.seed(s.config.run.seed);
-  s.rollout = std::make_unique<PpoCollector>(s.config, *s.tokenizer, s.config.run.seed);
+  s.policy = agents::LanguageModel::over(s.actor, agents::Tokenizer::load(path));
+  s.allowed = action_vocabulary(s.config, s.tokenizer());
+  s.sampler = std::make_unique<agents::LlmAgent>(s.policy, sampling_params(s.config, s.allowed, false, s.config.run.seed), "actor");
+  s.greedy = std::make_unique<agents::LlmAgent>(s.policy, sampling_params(s.config, s.allowed, true, 0), "actor-greedy");
+  const TrainConfig& c = s.config;
+  RolloutConfig rollout;
+  rollout.n_env = c.env.n_env;
+  rollout.e_len = c.env.e_len;
+  rollout.seed = c.run.seed;
+  rollout.first_episode_seed = c.run.train_seed + c.run.seed * 10'000'000ULL;  // far from the evaluation seeds
+  rollout.history = history_config(c);
+  rollout.actions = action_config(c);
+  s.rollout = std::make_unique<Rollout>(
+      [&c](int slot) { return envs::make_env(c.env.ids[static_cast<size_t>(slot) % c.env.ids.size()], c.env.options); },
+      *s.sampler, rollout);
   if (!resume_dir.empty()) {
     const CheckpointState state = load_checkpoint(resume_dir, *s.actor_optimizer, *s.critic_optimizer);
     s.iteration = state.iteration;
     s.elapsed_before = state.elapsed_seconds;
-    s.rollout->restore(state.collector);
+    s.rollout->restore(state.rollout);
     s.curve = state.curve;
     std::istringstream(state.shuffle_rng) >> s.shuffle_rng;
     spdlog::info("resumed from {} at iteration {}", resume_dir, s.iteration);
   }
-  s.allowed = s.rollout->actor().allowed_tokens();
 }
 
 PpoTrainer::~PpoTrainer() = default;
@@ -300,7 +353,7 @@ void PpoTrainer::train() {
   auto elapsed = [&] { return s.elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); };
   auto eval_now = [&](int iteration) {
     if (c.run.eval_episodes <= 0) return;
-    const std::vector<EvalResult> tasks = evaluate(c, *s.tokenizer, s.actor, c.run.eval_seed, c.run.eval_episodes, true);
+    const std::vector<EvalResult> tasks = evaluate(c, *s.greedy, c.run.eval_seed, c.run.eval_episodes);
     double success = 0, reward = 0, length = 0;
     nlohmann::json per_task = nlohmann::json::object();
     std::vector<double> task_success;
@@ -328,8 +381,7 @@ void PpoTrainer::train() {
     eval_now(0);
     if (c.ppo.critic_warmup_iterations > 0) {
       // Warm-up: one large collection, the critic alone fitted on it several times.
-      std::vector<EpisodeStats> finished;
-      const TurnBatch batch = s.rollout->collect(s.actor, c.env.e_len * c.ppo.critic_warmup_multiplier, finished);
+      const RolloutBatch batch = s.rollout->collect(c.env.e_len * c.ppo.critic_warmup_multiplier);
       for (int w = 0; w < c.ppo.critic_warmup_iterations; ++w) {
         const Prepared p = s.prepare(batch);
         const nlohmann::json m = s.update(batch, p, false, static_cast<size_t>(c.env.n_env) * c.env.e_len * 4);
@@ -341,20 +393,19 @@ void PpoTrainer::train() {
 
   while (s.iteration < c.run.iterations && (c.run.minutes <= 0 || elapsed() < c.run.minutes * 60.0)) {
     const auto iteration_start = Clock::now();
-    std::vector<EpisodeStats> finished;
-    const TurnBatch batch = s.rollout->collect(s.actor, c.env.e_len, finished);
+    const RolloutBatch batch = s.rollout->collect();
+    const std::vector<EpisodeSummary>& finished = batch.finished_episodes;
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     const Prepared p = s.prepare(batch);
     nlohmann::json m = s.update(batch, p, true, batch.turns.size());
     ++s.iteration;
-    double success = 0, reward = 0, invalid = 0;
+    double success = 0, reward = 0;
     for (const auto& e : finished) {
       success += e.progression;
-      reward += e.total_reward;
-      invalid += e.invalid_turns;
+      reward += e.episode_return;
     }
     int invalid_turns = 0;
-    for (const auto& t : batch.turns) invalid_turns += t.invalid;
+    for (const auto& t : batch.turns) invalid_turns += !t.valid_action;
     const double seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     m["type"] = "train";
     m["iteration"] = s.iteration;

@@ -1,6 +1,7 @@
 #include "trainer/rollout.h"
 
 #include <chrono>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -26,8 +27,7 @@ Rollout::Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig
   for (int i = 0; i < config_.n_env; ++i) {
     Slot slot;
     slot.env = std::make_unique<EnvSlot>(make_env(i), fit_history_to_agent(config_.history, agent_), config_.actions,
-                                         mix(config_.seed, 2 * i + 1));
-    slot.seeds.seed(mix(config_.seed, 2 * i));
+                                         mix(config_.seed, i));
     slots_.push_back(std::move(slot));
   }
   for (int i = 0; i < config_.n_env; ++i) begin_episode(i);
@@ -37,7 +37,31 @@ void Rollout::begin_episode(int index) {
   Slot& slot = slots_[index];
   slot.episode_id = static_cast<uint64_t>(index) + static_cast<uint64_t>(config_.n_env) * slot.episodes_begun++;
   slot.episode_rows.clear();
-  slot.env->begin_episode(slot.seeds() >> 32);  // 32-bit seeds, like BALROG's
+  slot.env->begin_episode(config_.first_episode_seed + slot.episode_id);
+}
+
+nlohmann::json Rollout::state() const {
+  nlohmann::json slots = nlohmann::json::array();
+  for (const Slot& slot : slots_) {
+    slots.push_back({{"episodes_begun", slot.episodes_begun}, {"replies", slot.env->episode_replies()}});
+  }
+  return {{"slots", slots}};
+}
+
+void Rollout::restore(const nlohmann::json& state) {
+  if (!state.is_object() || !state.contains("slots") || state["slots"].size() != slots_.size()) {
+    throw std::invalid_argument("rollout state: expected " + std::to_string(slots_.size()) +
+                                " slots (was it saved with another n_env?)");
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const nlohmann::json& saved = state["slots"][i];
+    Slot& slot = slots_[i];
+    slot.episodes_begun = saved.at("episodes_begun").get<uint64_t>();
+    if (slot.episodes_begun == 0) throw std::invalid_argument("rollout state: slot " + std::to_string(i) + " began no episode");
+    slot.episode_id = i + static_cast<uint64_t>(config_.n_env) * (slot.episodes_begun - 1);
+    slot.episode_rows.clear();
+    slot.env->replay(config_.first_episode_seed + slot.episode_id, saved.at("replies").get<std::vector<std::string>>());
+  }
 }
 
 agents::AgentPrompt Rollout::prompt_of(int index, std::vector<memory::ChatMessage> messages) const {
@@ -49,13 +73,15 @@ agents::AgentPrompt Rollout::prompt_of(int index, std::vector<memory::ChatMessag
   return prompt;
 }
 
-RolloutBatch Rollout::collect() {
+RolloutBatch Rollout::collect(int e_len) {
+  if (e_len < 0) throw std::invalid_argument("rollout: e_len must be > 0, got " + std::to_string(e_len));
+  if (e_len == 0) e_len = config_.e_len;
   const auto start = std::chrono::steady_clock::now();
   const int n = config_.n_env;
   RolloutBatch batch;
   batch.n_env = n;
-  batch.e_len = config_.e_len;
-  batch.turns.resize(static_cast<size_t>(n) * config_.e_len);
+  batch.e_len = e_len;
+  batch.turns.resize(static_cast<size_t>(n) * e_len);
   batch.bootstrap.resize(n);
   const size_t batch_size = config_.batch_size > 0 ? config_.batch_size
                             : config_.pipelined      ? static_cast<size_t>((n + 1) / 2)
@@ -97,7 +123,7 @@ RolloutBatch Rollout::collect() {
         }
         begin_episode(static_cast<int>(index));
       }
-      if (turns_done[index] < config_.e_len) {
+      if (turns_done[index] < e_len) {
         scheduler.submit(index, prompt_of(static_cast<int>(index), slot.env->prompt(count_)));
       } else if (!outcome.done()) {
         BootstrapPrompt bootstrap;

@@ -1,6 +1,8 @@
 #pragma once
 // Fixed-turn rollouts: every collection yields exactly n_env x e_len turns. Episodes continue
-// across collections and auto-reset with seeds from a per-slot seeded stream.
+// across collections and auto-reset with fresh seeds: episode k of slot i (k = 0, 1, ...) has id
+// i + n_env * k and seed first_episode_seed + id, so seeds never repeat within a run and stay in
+// a range the caller keeps apart from its evaluation seeds.
 //
 // Design: each slot is an explicit continuation (prompt -> reply -> step) driven by one loop;
 // the BatchScheduler overlaps one batch's generation (worker thread) with the env stepping,
@@ -8,8 +10,9 @@
 // fiber per slot would give, without fiber stacks or cross-thread fiber wake-ups.
 #include <functional>
 #include <memory>
-#include <random>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "agents/agent.h"
 #include "trainer/env_slot.h"
@@ -23,7 +26,8 @@ struct RolloutConfig {
   /** Prompts per agent call; 0: half the slots when pipelined (two batches in flight), else all. */
   size_t batch_size = 0;
   bool pipelined = true;
-  uint64_t seed = 0;
+  uint64_t seed = 0;  // reply sampling and the slots' translation choices
+  uint64_t first_episode_seed = 0;
   memory::HistoryConfig history;
   ActionConfig actions;
   /** Divide each turn reward of a finished episode by its length (Verlog: off). Turns of an
@@ -37,13 +41,19 @@ class Rollout {
   /** Validates the config (std::invalid_argument) and begins the first episode of every slot. */
   Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig config);
 
-  RolloutBatch collect();
+  /** One collection of n_env x e_len turns (config().e_len when `e_len` is 0). */
+  RolloutBatch collect(int e_len = 0);
   const RolloutConfig& config() const { return config_; }
+
+  /** Everything later collections depend on: per slot, the episodes begun and the replies of the
+   *  episode in flight (small: envs and memories are rebuilt by replaying them). */
+  nlohmann::json state() const;
+  /** Restores state(): the episodes in flight continue exactly where they were. */
+  void restore(const nlohmann::json& state);
 
  private:
   struct Slot {
     std::unique_ptr<EnvSlot> env;
-    std::mt19937_64 seeds;  // episode seeds of this slot
     uint64_t episode_id = 0;
     uint64_t episodes_begun = 0;
     std::vector<size_t> episode_rows;  // rows of the current episode in this collection
