@@ -145,6 +145,18 @@ TEST_CASE("scoring matches the forward pass and sampling is seeded") {
   // truncation gives values no larger than the truncated, renormalised ones.
   const auto rescored = lm->score({prompt}, {a[0].ids});
   for (size_t t = 0; t < a[0].ids.size(); ++t) CHECK(rescored[0][t] <= a[0].logprobs[t] + 1e-5f);
+
+  // With one stream per row, a row samples the same tokens alone as beside another row.
+  params.temperature = 1.5f;
+  params.row_seeds = {7, 8};
+  const auto pair = lm->generate({prompt, ids}, params);
+  params.row_seeds = {7};
+  const auto alone = lm->generate({prompt}, params);
+  CHECK(alone[0].ids == pair[0].ids);
+  params.row_seeds = {8};
+  CHECK(lm->generate({prompt}, params)[0].ids != alone[0].ids);  // the streams differ
+  params.row_seeds = {1, 2, 3};
+  CHECK_THROWS_AS(lm->generate({prompt}, params), std::invalid_argument);
 }
 
 TEST_CASE("a missing or misshapen tensor is named") {
