@@ -126,6 +126,25 @@ TEST_CASE("episode seeds: first_episode_seed + episode id, distinct and reproduc
   CHECK(seeds.size() > 5u);  // fresh seeds on auto-reset
 }
 
+TEST_CASE("grouped slots begin their k-th episodes from one seed") {
+  agents::RandomAgent agent;
+  trainer::RolloutConfig config = small_config(true);
+  config.n_env = 6;
+  config.group_size = 3;
+  trainer::Rollout rollout(counting_env, agent, config);
+  std::map<std::pair<int, uint64_t>, std::set<uint64_t>> seeds;  // (group, k) -> seeds of its slots
+  for (int c = 0; c < 3; ++c) {
+    for (const auto& turn : rollout.collect().turns) {
+      const uint64_t k = turn.episode_id / 6;
+      seeds[{turn.slot / 3, k}].insert(turn.episode_seed);
+      CHECK(turn.episode_seed == 1000 + turn.slot / 3 + 2 * k);
+    }
+  }
+  for (const auto& [group_episode, group_seeds] : seeds) CHECK(group_seeds.size() == 1u);
+  config.group_size = 4;
+  CHECK_THROWS_AS(trainer::Rollout(counting_env, agent, config), std::invalid_argument);
+}
+
 TEST_CASE("a restored rollout continues its episodes in flight exactly") {
   agents::RandomAgent agent;
   trainer::Rollout uninterrupted(counting_env, agent, small_config(true));

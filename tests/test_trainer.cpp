@@ -94,6 +94,36 @@ TEST_CASE("group estimators on four samples of lengths 3, 2, 4, 3") {
   CHECK(rpp[1][1] < rpp[0][0]);
 }
 
+TEST_CASE("estimators over episode segments: groups by start state, lone samples get zero") {
+  // Samples 0 and 2 share a start state, 1 has no partner in the batch.
+  const TokenRewards samples = {{0.0f, 1.0f}, {0.5f}, {0.0f, 0.0f, -1.0f}};
+  const std::vector<uint64_t> keys = {7, 9, 7};
+  // GRPO: totals 1 and -1 -> mean 0, std sqrt(2): +-0.7071 on every token; the lone sample 0.
+  const TokenRewards g = sample_advantages(Estimator::kGrpo, samples, keys, 1.0);
+  REQUIRE(g[0].size() == 2u);
+  CHECK(g[0][0] == doctest::Approx(0.70711).epsilon(1e-4));
+  CHECK(g[0][1] == doctest::Approx(0.70711).epsilon(1e-4));
+  CHECK(g[1] == std::vector<float>{0.0f});
+  CHECK(g[2][0] == doctest::Approx(-0.70711).epsilon(1e-4));
+  // RLOO: sample means 0.5 and -1/3; baselines -1/3 and 0.5; reverse cumulative sums.
+  const TokenRewards r = sample_advantages(Estimator::kRloo, samples, keys, 1.0);
+  CHECK(r[0][1] == doctest::Approx(1.0 + 1.0 / 3));
+  CHECK(r[0][0] == doctest::Approx(1.0 / 3 + 1.0 + 1.0 / 3));
+  CHECK(r[2][2] == doctest::Approx(-1.5));
+  CHECK(r[2][0] == doctest::Approx(-0.5 - 0.5 - 1.5));
+  // REINFORCE++ ignores the groups: discounted returns (gamma 0.5) whitened over all six tokens.
+  const TokenRewards p = sample_advantages(Estimator::kReinforcePlusPlus, samples, keys, 0.5);
+  // Returns 0.5 1 | 0.5 | -0.25 -0.5 -1: mean 0.04167, unbiased std 0.74861.
+  const TokenRewards returns = {{0.5f, 1.0f}, {0.5f}, {-0.25f, -0.5f, -1.0f}};
+  for (size_t i = 0; i < p.size(); ++i) {
+    for (size_t k = 0; k < p[i].size(); ++k) CHECK(p[i][k] == doctest::Approx((returns[i][k] - 0.041667) / 0.74861).epsilon(1e-3));
+  }
+  CHECK(uses_groups(parse_estimator("token_grpo")));
+  CHECK_FALSE(uses_groups(parse_estimator("reinforce++")));
+  CHECK_THROWS_AS(parse_estimator("ppo"), std::invalid_argument);
+  CHECK_THROWS_AS(sample_advantages(Estimator::kGae, samples, keys, 1.0), std::invalid_argument);
+}
+
 TEST_CASE("clipped policy loss, dual clip and the clipped value loss") {
   const torch::Tensor mask = torch::tensor({1, 1, 1, 0}, torch::kBool).view({1, 4});
   const torch::Tensor old_lp = torch::zeros({1, 4});
@@ -166,6 +196,13 @@ TEST_CASE("configs validate every key and name the file and line") {
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("j.yaml", base + "env:\n  id: []\n")),
                        doctest::Contains("key 'env.id' must not be an empty list"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("m.yaml", base + "ppo:\n  estimator: rloo\n")),
+                       doctest::Contains("m.yaml:4: key 'ppo.estimator' 'rloo' compares episodes of one start state"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("n.yaml", base + "env:\n  n_env: 6\n  group_size: 4\n")),
+                       doctest::Contains("n.yaml:5: key 'env.group_size' must divide env.n_env"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("o.yaml", base + "ppo:\n  estimator: a2c\n")),
+                       doctest::Contains("key 'ppo.estimator' must be gae, reinforce++"), std::invalid_argument);
   const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
   CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
   // The resolved config (saved beside checkpoints) loads back to the same tasks.
@@ -229,6 +266,27 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   }
   // Later turns depend on the restored episodes: their losses must differ from the first iterations'.
   CHECK(expected.at("train/3")["value_loss"] != expected.at("train/1")["value_loss"]);
+}
+
+TEST_CASE("a group estimator trains without the critic on groups sharing their start state") {
+  const std::string root = "/tmp/turnrl_group_test";
+  std::filesystem::remove_all(root);
+  const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
+                           "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 8\n  e_len: 4\n  group_size: 2\n"
+                           "ppo:\n  estimator: grpo\n  minibatch: 8\n  epochs: 1\n  critic_warmup_iterations: 1\n"
+                           "run:\n  iterations: 2\n  checkpoint_every: 2\n  eval_every: 2\n  eval_episodes: 1\n  out: " + root + "/run\n";
+  PpoTrainer(TrainConfig::load(write_config("group.yaml", yaml)), "").train();
+  std::ifstream in(root + "/run/metrics.jsonl");
+  int train_lines = 0;
+  for (std::string text; std::getline(in, text);) {
+    const nlohmann::json line = nlohmann::json::parse(text);
+    CHECK(line["type"] != "critic_warmup");  // no critic to warm up
+    if (line["type"] != "train") continue;
+    ++train_lines;
+    CHECK_FALSE(line.contains("value_loss"));
+    CHECK(std::isfinite(line["policy_loss"].get<double>()));
+  }
+  CHECK(train_lines == 2);
 }
 
 TEST_CASE("action tokens are the tokens after the last ACTION: marker") {

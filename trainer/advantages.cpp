@@ -1,6 +1,7 @@
 #include "trainer/advantages.h"
 
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -116,6 +117,50 @@ TokenRewards rloo(const TokenRewards& rewards) {
     for (float& x : out[i]) x = static_cast<float>(x - baseline);
   }
   reverse_cumsum(out);
+  return out;
+}
+
+Estimator parse_estimator(const std::string& name) {
+  static const std::map<std::string, Estimator> kNames = {{"gae", Estimator::kGae},
+                                                          {"reinforce++", Estimator::kReinforcePlusPlus},
+                                                          {"grpo", Estimator::kGrpo},
+                                                          {"token_grpo", Estimator::kTokenGrpo},
+                                                          {"rloo", Estimator::kRloo}};
+  const auto found = kNames.find(name);
+  if (found == kNames.end()) throw std::invalid_argument("unknown advantage estimator '" + name + "'");
+  return found->second;
+}
+
+bool uses_groups(Estimator estimator) {
+  return estimator == Estimator::kGrpo || estimator == Estimator::kTokenGrpo || estimator == Estimator::kRloo;
+}
+
+TokenRewards sample_advantages(Estimator estimator, const TokenRewards& samples, const std::vector<uint64_t>& group_keys,
+                               double gamma) {
+  if (group_keys.size() != samples.size()) throw std::invalid_argument("sample_advantages: one group key per sample");
+  switch (estimator) {
+    case Estimator::kGae:
+      throw std::invalid_argument("sample_advantages: GAE needs the critic (dual_discount_gae)");
+    case Estimator::kReinforcePlusPlus:
+      return reinforce_plus_plus(samples, gamma);
+    default:
+      break;
+  }
+  std::map<uint64_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < samples.size(); ++i) groups[group_keys[i]].push_back(i);
+  TokenRewards out(samples.size());
+  for (const auto& [key, members] : groups) {
+    if (members.size() < 2) {
+      out[members[0]].assign(samples[members[0]].size(), 0.0f);
+      continue;
+    }
+    TokenRewards group;
+    for (size_t i : members) group.push_back(samples[i]);
+    const TokenRewards advantages = estimator == Estimator::kGrpo        ? grpo(group)
+                                    : estimator == Estimator::kTokenGrpo ? token_grpo(group)
+                                                                         : rloo(group);
+    for (size_t j = 0; j < members.size(); ++j) out[members[j]] = advantages[j];
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 // Advantage estimators over token-level rewards of multi-turn episodes (torch-free, so every
 // table is checkable by hand). Positions of a turn with L response tokens are k = 0..L:
 // the prompt end and the state after each generated token.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,5 +45,20 @@ TokenRewards grpo(const TokenRewards& rewards);
 TokenRewards token_grpo(const TokenRewards& rewards);
 /** PRIME-style RLOO: per-sample token mean, leave-one-out baseline, then reverse cumulative sum. */
 TokenRewards rloo(const TokenRewards& rewards);
+
+/** The critic-free estimators a training config can select instead of GAE. */
+enum class Estimator { kGae, kReinforcePlusPlus, kGrpo, kTokenGrpo, kRloo };
+/** "gae", "reinforce++", "grpo", "token_grpo", "rloo" (std::invalid_argument otherwise). */
+Estimator parse_estimator(const std::string& name);
+bool uses_groups(Estimator estimator);
+
+/**
+ * A critic-free estimator over samples (a collection's episode segments: each slot's consecutive
+ * turns of one episode, token rewards concatenated). REINFORCE++ discounts by `gamma` and whitens
+ * over all samples; the group estimators pool the samples sharing a group key (the same start
+ * state) and give zero advantage to a sample with no partner in the batch.
+ */
+TokenRewards sample_advantages(Estimator estimator, const TokenRewards& samples, const std::vector<uint64_t>& group_keys,
+                               double gamma);
 
 }  // namespace turnrl::trainer

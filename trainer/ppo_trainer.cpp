@@ -107,6 +107,7 @@ struct PpoTrainer::Impl {
   std::unique_ptr<torch::optim::AdamW> actor_optimizer, critic_optimizer;
   std::unique_ptr<Rollout> rollout;
   std::vector<int32_t> allowed;
+  Estimator estimator = Estimator::kGae;
   int iteration = 0;
   double elapsed_before = 0.0;  // seconds spent before a resume
   std::mt19937_64 shuffle_rng;
@@ -130,6 +131,7 @@ struct PpoTrainer::Impl {
 
   Prepared prepare(const RolloutBatch& batch) {
     torch::NoGradGuard no_grad;
+    const bool with_critic = estimator == Estimator::kGae;
     Prepared p;
     const size_t n = batch.turns.size();
     p.old_logprobs.resize(n);
@@ -140,16 +142,46 @@ struct PpoTrainer::Impl {
     for (size_t c = 0; c < batches.size(); ++c) {
       const torch::Tensor old_lp = agents::response_logprobs(actor, batches[c], allowed).to(torch::kCPU);
       const torch::Tensor ref_lp = agents::response_logprobs(reference, batches[c], allowed).to(torch::kCPU);
-      const torch::Tensor values = agents::response_values(critic, batches[c]).to(torch::kCPU);
+      const torch::Tensor values = with_critic ? agents::response_values(critic, batches[c]).to(torch::kCPU) : torch::Tensor();
       for (int64_t b = 0; b < old_lp.size(0); ++b) {
         const size_t i = starts[c] + b;
         const size_t length = batch.turns[i].response_ids.size();
         p.old_logprobs[i] = row_tail(old_lp, b, length);
         ref_logprobs[i] = row_tail(ref_lp, b, length);
-        p.old_values[i] = row_tail(values, b, length + 1);
+        if (with_critic) p.old_values[i] = row_tail(values, b, length + 1);
       }
     }
-    // V(s_{T+1}) of each slot whose episode goes on past the cut.
+    // Token rewards: -kl_coef * (logp_old - logp_ref) on every response token, the env reward on the last.
+    std::vector<std::vector<float>> rewards(n);
+    double kl_reason = 0, kl_act = 0;
+    int64_t n_reason = 0, n_act = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const TurnRecord& turn = batch.turns[i];
+      const int action_start = action_token_start(turn.response_ids, tokenizer(), config.sampling.action_tokens_only);
+      rewards[i].assign(turn.response_ids.size(), 0.0f);
+      for (size_t k = 0; k < turn.response_ids.size(); ++k) {
+        const double kl = p.old_logprobs[i][k] - ref_logprobs[i][k];
+        rewards[i][k] -= static_cast<float>(config.ppo.kl_coef * kl);
+        const bool action_token = static_cast<int>(k) >= action_start;
+        (action_token ? kl_act : kl_reason) += kl;
+        ++(action_token ? n_act : n_reason);
+      }
+      if (!rewards[i].empty()) rewards[i].back() += static_cast<float>(turn.reward);
+    }
+    p.kl_reasoning = n_reason ? kl_reason / n_reason : 0.0;
+    p.kl_action = n_act ? kl_act / n_act : 0.0;
+    p.advantages.resize(n);
+    p.returns.resize(n);
+    if (with_critic) {
+      gae_targets(batch, rewards, p);
+    } else {
+      sample_targets(batch, rewards, p);
+    }
+    return p;
+  }
+
+  /** Dual-discount GAE per slot with the critic's values and V(s_T+1) bootstraps; advantages whitened. */
+  void gae_targets(const RolloutBatch& batch, const std::vector<std::vector<float>>& rewards, Prepared& p) {
     std::vector<std::optional<float>> bootstrap(batch.n_env);
     std::vector<std::vector<int32_t>> prompts;
     std::vector<int> slots;
@@ -164,39 +196,24 @@ struct PpoTrainer::Impl {
           agents::response_values(critic, agents::make_response_batch(prompts, empty, tokenizer().pad_id(), device)).to(torch::kCPU);
       for (size_t j = 0; j < slots.size(); ++j) bootstrap[slots[j]] = values[static_cast<int64_t>(j)][0].item<float>();
     }
-    // Token rewards: -kl_coef * (logp_old - logp_ref) on every response token, the env reward on the last.
-    double kl_reason = 0, kl_act = 0;
-    int64_t n_reason = 0, n_act = 0;
+    const GaeParams gae{config.ppo.step_gamma, config.ppo.step_lambda, config.ppo.token_gamma, config.ppo.token_lambda};
     double value_sum = 0;
-    GaeParams gae{config.ppo.step_gamma, config.ppo.step_lambda, config.ppo.token_gamma, config.ppo.token_lambda};
-    p.advantages.resize(n);
-    p.returns.resize(n);
     for (int s = 0; s < batch.n_env; ++s) {
       std::vector<TurnSignals> signals;
       for (int t = 0; t < batch.e_len; ++t) {
         const size_t i = static_cast<size_t>(t) * batch.n_env + s;
-        const TurnRecord& turn = batch.turns[i];
-        const int action_start = action_token_start(turn.response_ids, tokenizer(), config.sampling.action_tokens_only);
         TurnSignals sig;
         sig.values = p.old_values[i];
-        sig.rewards.assign(turn.response_ids.size() + 1, 0.0f);
-        for (size_t k = 0; k < turn.response_ids.size(); ++k) {
-          const double kl = p.old_logprobs[i][k] - ref_logprobs[i][k];
-          sig.rewards[k] -= static_cast<float>(config.ppo.kl_coef * kl);
-          const bool action_token = static_cast<int>(k) >= action_start;
-          (action_token ? kl_act : kl_reason) += kl;
-          ++(action_token ? n_act : n_reason);
-        }
-        if (!turn.response_ids.empty()) sig.rewards[turn.response_ids.size() - 1] += static_cast<float>(turn.reward);
-        sig.done = turn.done();
+        sig.rewards = rewards[i];
+        sig.rewards.push_back(0.0f);  // the state after the last token
+        sig.done = batch.turns[i].done();
         value_sum += sig.values.front();
         signals.push_back(std::move(sig));
       }
       const auto targets = dual_discount_gae(signals, bootstrap[s], gae);
       for (int t = 0; t < batch.e_len; ++t) {
         const size_t i = static_cast<size_t>(t) * batch.n_env + s;
-        const size_t length = batch.turns[i].response_ids.size();
-        p.advantages[i].assign(targets[t].advantages.begin(), targets[t].advantages.begin() + static_cast<long>(length));
+        p.advantages[i].assign(targets[t].advantages.begin(), targets[t].advantages.begin() + static_cast<long>(rewards[i].size()));
         p.returns[i] = targets[t].returns;
       }
     }
@@ -205,10 +222,41 @@ struct PpoTrainer::Impl {
       for (float& x : row) entries.push_back(&x);
     }
     whiten(entries);
-    p.kl_reasoning = n_reason ? kl_reason / n_reason : 0.0;
-    p.kl_action = n_act ? kl_act / n_act : 0.0;
-    p.mean_value = value_sum / std::max<size_t>(1, n);
-    return p;
+    p.mean_value = value_sum / std::max<size_t>(1, batch.turns.size());
+  }
+
+  /** A critic-free estimator over the collection's episode segments (a slot's consecutive turns of
+   *  one episode), grouped by start state: the task and episode seed. */
+  void sample_targets(const RolloutBatch& batch, const std::vector<std::vector<float>>& rewards, Prepared& p) const {
+    TokenRewards samples;
+    std::vector<uint64_t> keys;
+    std::vector<std::vector<size_t>> rows;  // turns of each sample, in order
+    for (int s = 0; s < batch.n_env; ++s) {
+      for (int t = 0; t < batch.e_len; ++t) {
+        const size_t i = static_cast<size_t>(t) * batch.n_env + s;
+        const TurnRecord& turn = batch.turns[i];
+        if (t == 0 || batch.turns[i - batch.n_env].episode_id != turn.episode_id) {
+          samples.emplace_back();
+          keys.push_back(turn.episode_seed * config.env.ids.size() + task_of(s));
+          rows.emplace_back();
+        }
+        samples.back().insert(samples.back().end(), rewards[i].begin(), rewards[i].end());
+        rows.back().push_back(i);
+      }
+    }
+    const TokenRewards advantages = sample_advantages(estimator, samples, keys, config.ppo.step_gamma);
+    for (size_t j = 0; j < samples.size(); ++j) {
+      auto from = advantages[j].begin();
+      for (size_t i : rows[j]) {
+        p.advantages[i].assign(from, from + static_cast<long>(rewards[i].size()));
+        from += static_cast<long>(rewards[i].size());
+      }
+    }
+  }
+
+  /** Task index of a slot: the slots of an episode group share it. */
+  size_t task_of(int slot) const {
+    return static_cast<size_t>(slot / config.env.group_size) % config.env.ids.size();
   }
 
   /** PPO epochs over shuffled mini-batches; the actor only when `train_actor`. Returns metrics. */
@@ -254,6 +302,10 @@ struct PpoTrainer::Impl {
           clip_sum += pl.clip_fraction.cpu();
           kl_sum += pl.approx_kl.cpu();
         }
+        if (estimator != Estimator::kGae) {
+          ++steps;
+          continue;
+        }
         // Critic: positions 0..L of each turn; the first one weighted more (Verlog's highlight_first).
         const torch::Tensor values = agents::response_values(critic, mb);
         torch::Tensor value_mask = torch::zeros({static_cast<int64_t>(prompts.size()), r + 1}, torch::kBool);
@@ -275,7 +327,7 @@ struct PpoTrainer::Impl {
     }
     const double denom = std::max(1, steps);
     nlohmann::json m;
-    m["value_loss"] = value_loss_sum.item<double>() / denom;
+    if (estimator == Estimator::kGae) m["value_loss"] = value_loss_sum.item<double>() / denom;
     if (train_actor) {
       m["policy_loss"] = policy_loss_sum.item<double>() / denom;
       m["entropy"] = entropy_sum.item<double>() / denom;
@@ -312,6 +364,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
   s.critic_optimizer = std::make_unique<torch::optim::AdamW>(
       s.critic->parameters(), torch::optim::AdamWOptions(s.config.ppo.critic_lr).weight_decay(s.config.ppo.weight_decay).eps(1e-5));
   s.shuffle_rng.seed(s.config.run.seed);
+  s.estimator = parse_estimator(s.config.ppo.estimator);
   s.policy = agents::LanguageModel::over(s.actor, agents::Tokenizer::load(path));
   s.allowed = action_vocabulary(s.config, s.tokenizer());
   s.sampler = std::make_unique<agents::LlmAgent>(s.policy, sampling_params(s.config, s.allowed, false, s.config.run.seed), "actor");
@@ -322,10 +375,11 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume_dir) : impl
   rollout.e_len = c.env.e_len;
   rollout.seed = c.run.seed;
   rollout.first_episode_seed = c.run.train_seed + c.run.seed * 10'000'000ULL;  // far from the evaluation seeds
+  rollout.group_size = c.env.group_size;
   rollout.history = history_config(c);
   rollout.actions = action_config(c);
   s.rollout = std::make_unique<Rollout>(
-      [&c](int slot) { return envs::make_env(c.env.ids[static_cast<size_t>(slot) % c.env.ids.size()], c.env.options); },
+      [&s](int slot) { return envs::make_env(s.config.env.ids[s.task_of(slot)], s.config.env.options); },
       *s.sampler, rollout);
   if (!resume_dir.empty()) {
     const CheckpointState state = load_checkpoint(resume_dir, *s.actor_optimizer, *s.critic_optimizer);
@@ -379,7 +433,7 @@ void PpoTrainer::train() {
 
   if (s.iteration == 0) {
     eval_now(0);
-    if (c.ppo.critic_warmup_iterations > 0) {
+    if (c.ppo.critic_warmup_iterations > 0 && s.estimator == Estimator::kGae) {
       // Warm-up: one large collection, the critic alone fitted on it several times.
       const RolloutBatch batch = s.rollout->collect(c.env.e_len * c.ppo.critic_warmup_multiplier);
       for (int w = 0; w < c.ppo.critic_warmup_iterations; ++w) {
@@ -426,7 +480,7 @@ void PpoTrainer::train() {
     if (c.run.minutes > 0) eta = std::min(eta, c.run.minutes * 60.0 - elapsed());
     spdlog::info("iter {:4d}/{} | {:6.0f} turns/s | success {:.3f} ({} eps) | reward {:+.3f} | KL {:+.5f} | pi {:+.4f} | v {:.4f} | ent {:.3f} | ETA {:.1f} min",
                  s.iteration, c.run.iterations, m["turns_per_s"].get<double>(), m["success"].get<double>(), finished.size(),
-                 m["episode_reward"].get<double>(), p.kl_action, m.value("policy_loss", 0.0), m["value_loss"].get<double>(),
+                 m["episode_reward"].get<double>(), p.kl_action, m.value("policy_loss", 0.0), m.value("value_loss", 0.0),
                  m.value("entropy", 0.0), std::max(0.0, eta) / 60.0);
     if (s.iteration % c.run.eval_every == 0) eval_now(s.iteration);
     if (s.iteration % c.run.checkpoint_every == 0) {

@@ -24,6 +24,10 @@ Rollout::Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig
     : agent_(agent), config_(std::move(config)), count_(agent.token_counter()) {
   if (config_.n_env <= 0) throw std::invalid_argument("rollout: n_env must be > 0, got " + std::to_string(config_.n_env));
   if (config_.e_len <= 0) throw std::invalid_argument("rollout: e_len must be > 0, got " + std::to_string(config_.e_len));
+  if (config_.group_size <= 0 || config_.n_env % config_.group_size != 0) {
+    throw std::invalid_argument("rollout: group_size " + std::to_string(config_.group_size) + " must divide n_env " +
+                                std::to_string(config_.n_env));
+  }
   for (int i = 0; i < config_.n_env; ++i) {
     Slot slot;
     slot.env = std::make_unique<EnvSlot>(make_env(i), fit_history_to_agent(config_.history, agent_), config_.actions,
@@ -37,7 +41,12 @@ void Rollout::begin_episode(int index) {
   Slot& slot = slots_[index];
   slot.episode_id = static_cast<uint64_t>(index) + static_cast<uint64_t>(config_.n_env) * slot.episodes_begun++;
   slot.episode_rows.clear();
-  slot.env->begin_episode(config_.first_episode_seed + slot.episode_id);
+  slot.env->begin_episode(episode_seed(index, slot.episodes_begun - 1));
+}
+
+uint64_t Rollout::episode_seed(size_t slot, uint64_t k) const {
+  const uint64_t group = config_.group_size;
+  return config_.first_episode_seed + slot / group + static_cast<uint64_t>(config_.n_env) / group * k;
 }
 
 nlohmann::json Rollout::state() const {
@@ -60,7 +69,7 @@ void Rollout::restore(const nlohmann::json& state) {
     if (slot.episodes_begun == 0) throw std::invalid_argument("rollout state: slot " + std::to_string(i) + " began no episode");
     slot.episode_id = i + static_cast<uint64_t>(config_.n_env) * (slot.episodes_begun - 1);
     slot.episode_rows.clear();
-    slot.env->replay(config_.first_episode_seed + slot.episode_id, saved.at("replies").get<std::vector<std::string>>());
+    slot.env->replay(episode_seed(i, slot.episodes_begun - 1), saved.at("replies").get<std::vector<std::string>>());
   }
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 // Fixed-turn rollouts: every collection yields exactly n_env x e_len turns. Episodes continue
 // across collections and auto-reset with fresh seeds: episode k of slot i (k = 0, 1, ...) has id
-// i + n_env * k and seed first_episode_seed + id, so seeds never repeat within a run and stay in
-// a range the caller keeps apart from its evaluation seeds.
+// i + n_env * k and seed first_episode_seed + i + n_env * k, so seeds never repeat within a run
+// and stay in a range the caller keeps apart from its evaluation seeds. With group_size G, the
+// G slots of a group share their k-th seed instead (G samples from one start state):
+// first_episode_seed + i / G + (n_env / G) * k.
 //
 // Design: each slot is an explicit continuation (prompt -> reply -> step) driven by one loop;
 // the BatchScheduler overlaps one batch's generation (worker thread) with the env stepping,
@@ -28,6 +30,7 @@ struct RolloutConfig {
   bool pipelined = true;
   uint64_t seed = 0;  // reply sampling and the slots' translation choices
   uint64_t first_episode_seed = 0;
+  int group_size = 1;  // divides n_env
   memory::HistoryConfig history;
   ActionConfig actions;
   /** Divide each turn reward of a finished episode by its length (Verlog: off). Turns of an
@@ -59,6 +62,8 @@ class Rollout {
     std::vector<size_t> episode_rows;  // rows of the current episode in this collection
   };
   void begin_episode(int slot);
+  /** Seed of the k-th episode (0-based) of `slot`. */
+  uint64_t episode_seed(size_t slot, uint64_t k) const;
   agents::AgentPrompt prompt_of(int slot, std::vector<memory::ChatMessage> messages) const;
 
   agents::Agent& agent_;

@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "envs/registry.h"
+#include "trainer/advantages.h"
 
 namespace turnrl::trainer {
 namespace {
@@ -144,6 +145,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   env.read_json("options", c.env.options);
   env.read("n_env", c.env.n_env, positive<int>(), "must be positive");
   env.read("e_len", c.env.e_len, positive<int>(), "must be positive");
+  env.read("group_size", c.env.group_size, positive<int>(), "must be positive");
   env.read("history", c.env.history, non_negative<int>(), "must be >= 0");
   env.read("prompt_format", c.env.prompt_format, one_of({"balrog", "verlog", "compact"}), "must be balrog, verlog or compact");
   env.read("reply_format", c.env.reply_format, one_of({"action-tag", "balrog"}), "must be action-tag or balrog");
@@ -152,8 +154,12 @@ TrainConfig TrainConfig::load(const std::string& path) {
   env.read("binary_reward", c.env.binary_reward);
   env.read("prompt_budget", c.env.prompt_budget, positive<int>(), "must be positive");
   env.reject_unknown();
-  if (c.env.n_env < static_cast<int>(c.env.ids.size())) {
-    env.fail_at("n_env", "must be at least the number of tasks in env.id (" + std::to_string(c.env.ids.size()) + ")");
+  if (c.env.n_env < static_cast<int>(c.env.ids.size()) * c.env.group_size) {
+    env.fail_at("n_env", "must be at least the number of tasks in env.id (" + std::to_string(c.env.ids.size()) +
+                             ") times env.group_size (" + std::to_string(c.env.group_size) + ")");
+  }
+  if (c.env.n_env % c.env.group_size != 0) {
+    env.fail_at("group_size", "must divide env.n_env (" + std::to_string(c.env.n_env) + ")");
   }
 
   SectionReader sampling(path, root, "sampling");
@@ -179,7 +185,11 @@ TrainConfig TrainConfig::load(const std::string& path) {
   ppo.read("step_lambda", c.ppo.step_lambda, unit_interval(), "must be in [0, 1]");
   ppo.read("token_gamma", c.ppo.token_gamma, unit_interval(), "must be in [0, 1]");
   ppo.read("token_lambda", c.ppo.token_lambda, unit_interval(), "must be in [0, 1]");
-  ppo.read("estimator", c.ppo.estimator, one_of({"gae"}), "must be gae (the other estimators serve group sampling)");
+  ppo.read("estimator", c.ppo.estimator, one_of({"gae", "reinforce++", "grpo", "token_grpo", "rloo"}),
+           "must be gae, reinforce++, grpo, token_grpo or rloo");
+  if (uses_groups(parse_estimator(c.ppo.estimator)) && c.env.group_size < 2) {
+    ppo.fail_at("estimator", "'" + c.ppo.estimator + "' compares episodes of one start state: set env.group_size >= 2");
+  }
   ppo.read("first_token_weight", c.ppo.first_token_weight, positive<double>(), "must be positive");
   ppo.read("critic_warmup_iterations", c.ppo.critic_warmup_iterations, non_negative<int>(), "must be >= 0");
   ppo.read("critic_warmup_multiplier", c.ppo.critic_warmup_multiplier, positive<int>(), "must be positive");
@@ -209,6 +219,7 @@ std::string TrainConfig::to_yaml() const {
       << "options" << YAML::Value << YAML::BeginMap;
   for (const auto& [key, value] : env.options.items()) out << YAML::Key << key << YAML::Value << value.dump();
   out << YAML::EndMap << YAML::Key << "n_env" << YAML::Value << env.n_env << YAML::Key << "e_len" << YAML::Value << env.e_len
+      << YAML::Key << "group_size" << YAML::Value << env.group_size
       << YAML::Key << "history" << YAML::Value << env.history << YAML::Key << "prompt_format" << YAML::Value
       << env.prompt_format << YAML::Key << "reply_format" << YAML::Value << env.reply_format << YAML::Key
       << "invalid_penalty" << YAML::Value << env.invalid_penalty << YAML::Key << "history_entry" << YAML::Value

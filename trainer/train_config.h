@@ -22,6 +22,9 @@ struct TrainConfig {
     nlohmann::json options = nlohmann::json::object();
     int n_env = 32;
     int e_len = 16;
+    /** Slots per group of episodes sharing a start state (their k-th episodes share the seed);
+     *  the group estimators (grpo, token_grpo, rloo) need at least 2. Divides n_env. */
+    int group_size = 1;
     int history = 0;
     std::string prompt_format = "compact";  // balrog | verlog | compact
     std::string reply_format = "action-tag";  // action-tag | balrog
@@ -43,7 +46,7 @@ struct TrainConfig {
     double grad_clip = 0.5;
     double kl_coef = 0.001, entropy_coef = 0.01;
     double step_gamma = 0.99, step_lambda = 0.95, token_gamma = 1.0, token_lambda = 1.0;
-    std::string estimator = "gae";
+    std::string estimator = "gae";  // gae (with the critic) | reinforce++ | grpo | token_grpo | rloo
     double first_token_weight = 3.0;
     int critic_warmup_iterations = 0;
     int critic_warmup_multiplier = 1;
