@@ -95,8 +95,8 @@ TEST_CASE("group estimators on four samples of lengths 3, 2, 4, 3") {
 }
 
 TEST_CASE("estimators over episode segments: groups by start state, lone samples get zero") {
-  // Samples 0 and 2 share a start state, 1 has no partner in the batch.
-  const TokenRewards samples = {{0.0f, 1.0f}, {0.5f}, {0.0f, 0.0f, -1.0f}};
+  // Samples 0 and 2 share a start state, 1 has no partner in the batch. Outcome rewards only.
+  const SampleRewards samples = {{{0.0f, 1.0f}, {0.5f}, {0.0f, 0.0f, -1.0f}}, {{0, 0}, {0}, {0, 0, 0}}, {{0, 0}, {0}, {0, 0, 0}}};
   const std::vector<uint64_t> keys = {7, 9, 7};
   // GRPO: totals 1 and -1 -> mean 0, std sqrt(2): +-0.7071 on every token; the lone sample 0.
   const TokenRewards g = sample_advantages(Estimator::kGrpo, samples, keys, 1.0);
@@ -118,6 +118,17 @@ TEST_CASE("estimators over episode segments: groups by start state, lone samples
   for (size_t i = 0; i < p.size(); ++i) {
     for (size_t k = 0; k < p[i].size(); ++k) CHECK(p[i][k] == doctest::Approx((returns[i][k] - 0.041667) / 0.74861).epsilon(1e-3));
   }
+  // Outcome and process rewards normalised separately, then summed; the KL penalty added raw as its sum to go.
+  SampleRewards both = samples;
+  both.process = {{0.2f, 0.0f}, {0.0f}, {0.0f, 0.6f, 0.0f}};  // totals 0.2 and 0.6: GRPO gives -+0.7071
+  both.penalty = {{-0.01f, -0.02f}, {0.0f}, {0.0f, 0.0f, 0.0f}};
+  const TokenRewards split = sample_advantages(Estimator::kGrpo, both, keys, 1.0);
+  CHECK(split[0][0] == doctest::Approx(0.70711 - 0.70711 - 0.03).epsilon(1e-4));
+  CHECK(split[0][1] == doctest::Approx(0.70711 - 0.70711 - 0.02).epsilon(1e-4));
+  CHECK(split[2][1] == doctest::Approx(-0.70711 + 0.70711).epsilon(1e-4));
+  SampleRewards ragged = samples;
+  ragged.penalty[1].push_back(0.0f);
+  CHECK_THROWS_AS(sample_advantages(Estimator::kGrpo, ragged, keys, 1.0), std::invalid_argument);
   CHECK(uses_groups(parse_estimator("token_grpo")));
   CHECK_FALSE(uses_groups(parse_estimator("reinforce++")));
   CHECK_THROWS_AS(parse_estimator("ppo"), std::invalid_argument);

@@ -135,17 +135,13 @@ bool uses_groups(Estimator estimator) {
   return estimator == Estimator::kGrpo || estimator == Estimator::kTokenGrpo || estimator == Estimator::kRloo;
 }
 
-TokenRewards sample_advantages(Estimator estimator, const TokenRewards& samples, const std::vector<uint64_t>& group_keys,
+namespace {
+
+/** One estimator over one reward stream. */
+TokenRewards stream_advantages(Estimator estimator, const TokenRewards& samples, const std::vector<uint64_t>& group_keys,
                                double gamma) {
-  if (group_keys.size() != samples.size()) throw std::invalid_argument("sample_advantages: one group key per sample");
-  switch (estimator) {
-    case Estimator::kGae:
-      throw std::invalid_argument("sample_advantages: GAE needs the critic (dual_discount_gae)");
-    case Estimator::kReinforcePlusPlus:
-      return reinforce_plus_plus(samples, gamma);
-    default:
-      break;
-  }
+  if (estimator == Estimator::kGae) throw std::invalid_argument("sample_advantages: GAE needs the critic (dual_discount_gae)");
+  if (estimator == Estimator::kReinforcePlusPlus) return reinforce_plus_plus(samples, gamma);
   std::map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < samples.size(); ++i) groups[group_keys[i]].push_back(i);
   TokenRewards out(samples.size());
@@ -160,6 +156,49 @@ TokenRewards sample_advantages(Estimator estimator, const TokenRewards& samples,
                                     : estimator == Estimator::kTokenGrpo ? token_grpo(group)
                                                                          : rloo(group);
     for (size_t j = 0; j < members.size(); ++j) out[members[j]] = advantages[j];
+  }
+  return out;
+}
+
+bool any_nonzero(const TokenRewards& values) {
+  for (const auto& row : values) {
+    for (float x : row) {
+      if (x != 0.0f) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TokenRewards sample_advantages(Estimator estimator, const SampleRewards& rewards, const std::vector<uint64_t>& group_keys,
+                               double gamma) {
+  const size_t n = rewards.outcome.size();
+  if (rewards.process.size() != n || rewards.penalty.size() != n || group_keys.size() != n) {
+    throw std::invalid_argument("sample_advantages: every stream and the group keys need one entry per sample");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (rewards.process[i].size() != rewards.outcome[i].size() || rewards.penalty[i].size() != rewards.outcome[i].size()) {
+      throw std::invalid_argument("sample_advantages: sample " + std::to_string(i) + " has streams of different lengths");
+    }
+  }
+  const bool outcome = any_nonzero(rewards.outcome), process = any_nonzero(rewards.process);
+  TokenRewards out;
+  if (outcome && process) {
+    out = stream_advantages(estimator, rewards.outcome, group_keys, gamma);
+    const TokenRewards second = stream_advantages(estimator, rewards.process, group_keys, gamma);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < out[i].size(); ++k) out[i][k] += second[i][k];
+    }
+  } else {
+    out = stream_advantages(estimator, process ? rewards.process : rewards.outcome, group_keys, gamma);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    double to_go = 0.0;
+    for (size_t k = out[i].size(); k-- > 0;) {
+      to_go = rewards.penalty[i][k] + gamma * to_go;
+      out[i][k] += static_cast<float>(to_go);
+    }
   }
   return out;
 }

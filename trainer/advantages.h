@@ -52,13 +52,22 @@ enum class Estimator { kGae, kReinforcePlusPlus, kGrpo, kTokenGrpo, kRloo };
 Estimator parse_estimator(const std::string& name);
 bool uses_groups(Estimator estimator);
 
+/** A sample's token rewards in three streams of equal shape. */
+struct SampleRewards {
+  TokenRewards outcome;  // the episode's final env reward
+  TokenRewards process;  // every other env reward (steps, invalid-action penalties)
+  TokenRewards penalty;  // KL-in-reward terms: kept at their scale, never normalised
+};
+
 /**
  * A critic-free estimator over samples (a collection's episode segments: each slot's consecutive
  * turns of one episode, token rewards concatenated). REINFORCE++ discounts by `gamma` and whitens
  * over all samples; the group estimators pool the samples sharing a group key (the same start
- * state) and give zero advantage to a sample with no partner in the batch.
+ * state) and give zero advantage to a sample with no partner in the batch. Outcome and process
+ * rewards are normalised separately when both are present, then summed; the penalty is added as
+ * its discounted sum to go.
  */
-TokenRewards sample_advantages(Estimator estimator, const TokenRewards& samples, const std::vector<uint64_t>& group_keys,
+TokenRewards sample_advantages(Estimator estimator, const SampleRewards& rewards, const std::vector<uint64_t>& group_keys,
                                double gamma);
 
 }  // namespace turnrl::trainer

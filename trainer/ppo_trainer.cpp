@@ -151,37 +151,36 @@ struct PpoTrainer::Impl {
         if (with_critic) p.old_values[i] = row_tail(values, b, length + 1);
       }
     }
-    // Token rewards: -kl_coef * (logp_old - logp_ref) on every response token, the env reward on the last.
-    std::vector<std::vector<float>> rewards(n);
+    // KL-in-reward: -kl_coef * (logp_old - logp_ref) on every response token.
+    std::vector<std::vector<float>> penalties(n);
     double kl_reason = 0, kl_act = 0;
     int64_t n_reason = 0, n_act = 0;
     for (size_t i = 0; i < n; ++i) {
       const TurnRecord& turn = batch.turns[i];
       const int action_start = action_token_start(turn.response_ids, tokenizer(), config.sampling.action_tokens_only);
-      rewards[i].assign(turn.response_ids.size(), 0.0f);
       for (size_t k = 0; k < turn.response_ids.size(); ++k) {
         const double kl = p.old_logprobs[i][k] - ref_logprobs[i][k];
-        rewards[i][k] -= static_cast<float>(config.ppo.kl_coef * kl);
+        penalties[i].push_back(static_cast<float>(-config.ppo.kl_coef * kl));
         const bool action_token = static_cast<int>(k) >= action_start;
         (action_token ? kl_act : kl_reason) += kl;
         ++(action_token ? n_act : n_reason);
       }
-      if (!rewards[i].empty()) rewards[i].back() += static_cast<float>(turn.reward);
     }
     p.kl_reasoning = n_reason ? kl_reason / n_reason : 0.0;
     p.kl_action = n_act ? kl_act / n_act : 0.0;
     p.advantages.resize(n);
     p.returns.resize(n);
     if (with_critic) {
-      gae_targets(batch, rewards, p);
+      gae_targets(batch, penalties, p);
     } else {
-      sample_targets(batch, rewards, p);
+      sample_targets(batch, penalties, p);
     }
     return p;
   }
 
-  /** Dual-discount GAE per slot with the critic's values and V(s_T+1) bootstraps; advantages whitened. */
-  void gae_targets(const RolloutBatch& batch, const std::vector<std::vector<float>>& rewards, Prepared& p) {
+  /** Dual-discount GAE per slot with the critic's values and V(s_T+1) bootstraps; advantages whitened.
+   *  Token rewards: the KL penalties, plus the env reward on each turn's last token. */
+  void gae_targets(const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties, Prepared& p) {
     std::vector<std::optional<float>> bootstrap(batch.n_env);
     std::vector<std::vector<int32_t>> prompts;
     std::vector<int> slots;
@@ -204,7 +203,8 @@ struct PpoTrainer::Impl {
         const size_t i = static_cast<size_t>(t) * batch.n_env + s;
         TurnSignals sig;
         sig.values = p.old_values[i];
-        sig.rewards = rewards[i];
+        sig.rewards = penalties[i];
+        if (!sig.rewards.empty()) sig.rewards.back() += static_cast<float>(batch.turns[i].reward);
         sig.rewards.push_back(0.0f);  // the state after the last token
         sig.done = batch.turns[i].done();
         value_sum += sig.values.front();
@@ -213,7 +213,7 @@ struct PpoTrainer::Impl {
       const auto targets = dual_discount_gae(signals, bootstrap[s], gae);
       for (int t = 0; t < batch.e_len; ++t) {
         const size_t i = static_cast<size_t>(t) * batch.n_env + s;
-        p.advantages[i].assign(targets[t].advantages.begin(), targets[t].advantages.begin() + static_cast<long>(rewards[i].size()));
+        p.advantages[i].assign(targets[t].advantages.begin(), targets[t].advantages.begin() + static_cast<long>(penalties[i].size()));
         p.returns[i] = targets[t].returns;
       }
     }
@@ -227,8 +227,8 @@ struct PpoTrainer::Impl {
 
   /** A critic-free estimator over the collection's episode segments (a slot's consecutive turns of
    *  one episode), grouped by start state: the task and episode seed. */
-  void sample_targets(const RolloutBatch& batch, const std::vector<std::vector<float>>& rewards, Prepared& p) const {
-    TokenRewards samples;
+  void sample_targets(const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties, Prepared& p) const {
+    SampleRewards samples;
     std::vector<uint64_t> keys;
     std::vector<std::vector<size_t>> rows;  // turns of each sample, in order
     for (int s = 0; s < batch.n_env; ++s) {
@@ -236,20 +236,23 @@ struct PpoTrainer::Impl {
         const size_t i = static_cast<size_t>(t) * batch.n_env + s;
         const TurnRecord& turn = batch.turns[i];
         if (t == 0 || batch.turns[i - batch.n_env].episode_id != turn.episode_id) {
-          samples.emplace_back();
+          for (TokenRewards* stream : {&samples.outcome, &samples.process, &samples.penalty}) stream->emplace_back();
           keys.push_back(turn.episode_seed * config.env.ids.size() + task_of(s));
           rows.emplace_back();
         }
-        samples.back().insert(samples.back().end(), rewards[i].begin(), rewards[i].end());
+        const size_t length = penalties[i].size();
+        samples.penalty.back().insert(samples.penalty.back().end(), penalties[i].begin(), penalties[i].end());
+        for (TokenRewards* stream : {&samples.outcome, &samples.process}) stream->back().resize(stream->back().size() + length, 0.0f);
+        if (length > 0) (turn.done() ? samples.outcome : samples.process).back().back() = static_cast<float>(turn.reward);
         rows.back().push_back(i);
       }
     }
     const TokenRewards advantages = sample_advantages(estimator, samples, keys, config.ppo.step_gamma);
-    for (size_t j = 0; j < samples.size(); ++j) {
+    for (size_t j = 0; j < rows.size(); ++j) {
       auto from = advantages[j].begin();
       for (size_t i : rows[j]) {
-        p.advantages[i].assign(from, from + static_cast<long>(rewards[i].size()));
-        from += static_cast<long>(rewards[i].size());
+        p.advantages[i].assign(from, from + static_cast<long>(penalties[i].size()));
+        from += static_cast<long>(penalties[i].size());
       }
     }
   }
