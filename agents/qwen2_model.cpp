@@ -60,10 +60,17 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
     k = k.repeat_interleave(heads_ / kv_heads_, 1);
     v = v.repeat_interleave(heads_ / kv_heads_, 1);
   }
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
-  scores = scores + mask;
-  const torch::Tensor probs = torch::softmax(scores.to(torch::kFloat32), -1).to(q.scalar_type());
-  const torch::Tensor out = torch::matmul(probs, v).transpose(1, 2).reshape({batch, length, heads_ * head_dim_});
+  // One batched product per step over batch x heads, the scale and the mask folded into it:
+  // the [B*H, L, T] scores are written once and read once by the softmax.
+  const int64_t total = k.size(2);
+  const torch::Tensor scores = torch::baddbmm(mask, q.reshape({batch * heads_, length, head_dim_}),
+                                              k.reshape({batch * heads_, total, head_dim_}).transpose(1, 2), 1.0,
+                                              1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  const torch::Tensor probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+  const torch::Tensor out = torch::bmm(probs, v.reshape({batch * heads_, total, head_dim_}))
+                                .view({batch, heads_, length, head_dim_})
+                                .transpose(1, 2)
+                                .reshape({batch, length, heads_ * head_dim_});
   return o_proj(out);
 }
 
@@ -141,8 +148,10 @@ torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, const torch::Ten
   const torch::Tensor query_index = torch::arange(past, total, options.dtype(torch::kInt64)).view({length, 1});
   const torch::Tensor key_index = torch::arange(total, options.dtype(torch::kInt64)).view({1, total});
   const torch::Tensor allowed = (key_index <= query_index).unsqueeze(0).unsqueeze(0) & key_mask.view({batch, 1, 1, total});
-  const torch::Tensor mask = torch::zeros({batch, 1, length, total}, options.dtype(h.scalar_type()))
-                                 .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest());
+  const int64_t heads = config_.num_attention_heads;
+  const torch::Tensor mask = torch::zeros({batch, heads, length, total}, options.dtype(h.scalar_type()))
+                                 .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest())
+                                 .view({batch * heads, length, total});
   for (size_t i = 0; i < model->layers->size(); ++i) {
     h = model->layers[i]->as<Qwen2DecoderLayerImpl>()->forward(h, cos, sin, mask, cache, i);
   }

@@ -33,7 +33,7 @@ class Qwen2AttentionImpl : public torch::nn::Module {
  public:
   explicit Qwen2AttentionImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& mask, KVCache* cache, size_t layer);
+                        const torch::Tensor& mask, KVCache* cache, size_t layer);  // mask: additive, [B * heads, L, T]
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:

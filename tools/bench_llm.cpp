@@ -91,9 +91,13 @@ double weight_products_gflops(const agents::ModelConfig& config, int64_t tokens)
     for (const auto& [in, out] : shapes) {
       const torch::Tensor x = torch::randn({tokens, in}), w = torch::randn({in, out});
       torch::mm(x, w);  // warm-up
-      const auto start = Clock::now();
-      torch::mm(x, w);
-      seconds += seconds_since(start);
+      double best = 1e30;
+      for (int r = 0; r < 3; ++r) {
+        const auto start = Clock::now();
+        torch::mm(x, w);
+        best = std::min(best, seconds_since(start));
+      }
+      seconds += best;
       flops += 2.0 * tokens * in * out;
     }
   }
@@ -111,9 +115,12 @@ ModelFigures measure_model(const agents::ModelConfig& config, int batch, int len
   const torch::Tensor positions = torch::arange(length).repeat({batch, 1});
   const torch::Tensor mask = torch::ones({batch, length}, torch::kBool);
   model->logits(model->forward(ids, positions, mask));  // warm-up
-  const auto start = Clock::now();
-  model->logits(model->forward(ids, positions, mask));
-  const double forward_seconds = seconds_since(start);
+  double forward_seconds = 1e30;  // best of three: the machine's other work only ever slows a run
+  for (int r = 0; r < 3; ++r) {
+    const auto start = Clock::now();
+    model->logits(model->forward(ids, positions, mask));
+    forward_seconds = std::min(forward_seconds, seconds_since(start));
+  }
   // Matmul FLOPs: every non-embedding weight (twice per token), the output head, attention scores and mixing.
   const double h = config.hidden_size, tokens = static_cast<double>(batch) * length;
   const double layer_weights = h * (config.num_attention_heads * config.head_dim()) * 2 +
@@ -155,7 +162,7 @@ int bench_llm(int argc, char** argv) {
   nlohmann::json report;
   report["blas"] = loaded_blas();
   report["torch_threads"] = torch::get_num_threads();
-  const double peak = matmul_peak_gflops(1024, 10);
+  const double peak = matmul_peak_gflops(1024, 30);
   report["matmul_peak_gflops"] = peak;
   std::printf("BLAS: %s (%d threads)\nfloat32 1024x1024 matmul peak: %.1f GFLOP/s\n", report["blas"].get<std::string>().c_str(),
               torch::get_num_threads(), peak);
