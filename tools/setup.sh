@@ -8,13 +8,12 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev                  # the LLM policy, critic and trainer (agents/, trainer/)
   libopenblas0-pthread          # Debian's libtorch multiplies through the system BLAS: ~30x over the reference BLAS
-  libboost-dev libboost-system-dev libboost-fiber-dev libboost-context-dev  # Asio/Beast for HTTP, fibers
+  libboost-dev libboost-system-dev  # Asio/Beast for the OpenAI-compatible HTTP agent
   libyaml-cpp-dev               # configs
   libspdlog-dev                 # logging
   nlohmann-json3-dev            # JSON Lines (golden data, metrics, tokenizer.json, safetensors headers)
   libcli11-dev                  # command-line parsing
   doctest-dev                   # tests
-  libzmq3-dev cppzmq-dev        # remote environment servers
   libpcre2-dev                  # the tokenizer's pre-tokenizer regex
   libutf8proc-dev               # NFC normalisation
   zlib1g-dev                    # gzip'd golden data

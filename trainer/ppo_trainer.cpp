@@ -262,6 +262,28 @@ struct PpoTrainer::Impl {
     return static_cast<size_t>(slot / config.env.group_size) % config.env.ids.size();
   }
 
+  /** One clipped value-loss step on a mini-batch: positions 0..L of each turn, the first weighted
+   *  more (Verlog's highlight_first). Returns the loss. */
+  torch::Tensor critic_step(const agents::ResponseBatch& mb, const std::vector<std::vector<int32_t>>& responses,
+                            const std::vector<const std::vector<float>*>& old_v, const std::vector<const std::vector<float>*>& ret) {
+    const int64_t r = mb.response_width, rows = static_cast<int64_t>(responses.size());
+    const torch::Tensor values = agents::response_values(critic, mb);
+    torch::Tensor value_mask = torch::zeros({rows, r + 1}, torch::kBool);
+    torch::Tensor weights = torch::ones({rows, r + 1});
+    for (int64_t b = 0; b < rows; ++b) {
+      const int64_t first = r - static_cast<int64_t>(responses[b].size());
+      value_mask[b].narrow(0, first, r + 1 - first).fill_(true);
+      weights[b][first] = config.ppo.first_token_weight;
+    }
+    const torch::Tensor vl = value_loss(values, right_aligned(old_v, r + 1).to(device), right_aligned(ret, r + 1).to(device),
+                                        value_mask.to(device), weights.to(device), config.ppo.value_clip);
+    critic_optimizer->zero_grad();
+    vl.backward();
+    torch::nn::utils::clip_grad_norm_(critic->parameters(), config.ppo.grad_clip);
+    critic_optimizer->step();
+    return vl.detach().cpu();
+  }
+
   /** PPO epochs over shuffled mini-batches; the actor only when `train_actor`. Returns metrics. */
   nlohmann::json update(const RolloutBatch& batch, const Prepared& p, bool train_actor, size_t max_rows) {
     std::vector<size_t> order(batch.turns.size());
@@ -305,26 +327,7 @@ struct PpoTrainer::Impl {
           clip_sum += pl.clip_fraction.cpu();
           kl_sum += pl.approx_kl.cpu();
         }
-        if (estimator != Estimator::kGae) {
-          ++steps;
-          continue;
-        }
-        // Critic: positions 0..L of each turn; the first one weighted more (Verlog's highlight_first).
-        const torch::Tensor values = agents::response_values(critic, mb);
-        torch::Tensor value_mask = torch::zeros({static_cast<int64_t>(prompts.size()), r + 1}, torch::kBool);
-        torch::Tensor weights = torch::ones({static_cast<int64_t>(prompts.size()), r + 1});
-        for (size_t b = 0; b < prompts.size(); ++b) {
-          const int64_t first = r - static_cast<int64_t>(responses[b].size());
-          value_mask[static_cast<int64_t>(b)].narrow(0, first, r + 1 - first).fill_(true);
-          weights[static_cast<int64_t>(b)][first] = config.ppo.first_token_weight;
-        }
-        const torch::Tensor vl = value_loss(values, right_aligned(old_v, r + 1).to(device), right_aligned(ret, r + 1).to(device),
-                                            value_mask.to(device), weights.to(device), config.ppo.value_clip);
-        critic_optimizer->zero_grad();
-        vl.backward();
-        torch::nn::utils::clip_grad_norm_(critic->parameters(), config.ppo.grad_clip);
-        critic_optimizer->step();
-        value_loss_sum += vl.detach().cpu();
+        if (estimator == Estimator::kGae) value_loss_sum += critic_step(mb, responses, old_v, ret);
         ++steps;
       }
     }
