@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/cpu_kernels.h"
+
 namespace turnrl::agents {
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
@@ -14,6 +16,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  if (cpu_kernels::applies(x)) return cpu_kernels::rms_norm(x, weight, eps_);
   const torch::Tensor x32 = x.to(torch::kFloat32);
   const torch::Tensor normed = x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + eps_);
   return normed.to(x.scalar_type()) * weight;
@@ -38,13 +41,22 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 }  // namespace
 
 torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                          const torch::Tensor& mask, KVCache* cache, size_t layer) {
+                                          const AttentionMask& mask, KVCache* cache, size_t layer) {
   const int64_t batch = x.size(0), length = x.size(1);
-  torch::Tensor q = q_proj(x).view({batch, length, heads_, head_dim_}).transpose(1, 2);
-  torch::Tensor k = k_proj(x).view({batch, length, kv_heads_, head_dim_}).transpose(1, 2);
+  const bool fused = !mask.additive.defined();
+  torch::Tensor q = q_proj(x).view({batch, length, heads_, head_dim_});
+  torch::Tensor k = k_proj(x).view({batch, length, kv_heads_, head_dim_});
   torch::Tensor v = v_proj(x).view({batch, length, kv_heads_, head_dim_}).transpose(1, 2);
-  q = q * cos + rotate_half(q) * sin;  // cos/sin: [B, 1, L, D]
-  k = k * cos + rotate_half(k) * sin;
+  if (fused) {
+    cpu_kernels::rotate_(q, cos, sin);
+    cpu_kernels::rotate_(k, cos, sin);
+    k = k.transpose(1, 2);
+  } else {
+    q = q.transpose(1, 2);
+    k = k.transpose(1, 2);
+    q = q * cos + rotate_half(q) * sin;  // cos/sin: [B, 1, L, D]
+    k = k * cos + rotate_half(k) * sin;
+  }
   if (cache) {
     if (cache->keys.size() <= layer) {
       cache->keys.push_back(k);
@@ -56,6 +68,7 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
     k = cache->keys[layer];
     v = cache->values[layer];
   }
+  if (fused) return o_proj(cpu_kernels::attention(q, k, v, mask.key_mask));
   if (kv_heads_ != heads_) {
     k = k.repeat_interleave(heads_ / kv_heads_, 1);
     v = v.repeat_interleave(heads_ / kv_heads_, 1);
@@ -63,7 +76,7 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
   // One batched product per step over batch x heads, the scale and the mask folded into it:
   // the [B*H, L, T] scores are written once and read once by the softmax.
   const int64_t total = k.size(2);
-  const torch::Tensor scores = torch::baddbmm(mask, q.reshape({batch * heads_, length, head_dim_}),
+  const torch::Tensor scores = torch::baddbmm(mask.additive, q.reshape({batch * heads_, length, head_dim_}),
                                               k.reshape({batch * heads_, total, head_dim_}).transpose(1, 2), 1.0,
                                               1.0 / std::sqrt(static_cast<double>(head_dim_)));
   const torch::Tensor probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
@@ -81,7 +94,10 @@ Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
   down_proj = register_module("down_proj", torch::nn::Linear(torch::nn::LinearOptions(m, h).bias(false)));
 }
 
-torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) { return down_proj(torch::silu(gate_proj(x)) * up_proj(x)); }
+torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) {
+  if (cpu_kernels::applies(x)) return down_proj(cpu_kernels::silu_gate(gate_proj(x), up_proj(x)));
+  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+}
 
 Qwen2DecoderLayerImpl::Qwen2DecoderLayerImpl(const ModelConfig& config) {
   self_attn = register_module("self_attn", Qwen2Attention(config));
@@ -91,7 +107,7 @@ Qwen2DecoderLayerImpl::Qwen2DecoderLayerImpl(const ModelConfig& config) {
 }
 
 torch::Tensor Qwen2DecoderLayerImpl::forward(const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                                             const torch::Tensor& mask, KVCache* cache, size_t layer) {
+                                             const AttentionMask& mask, KVCache* cache, size_t layer) {
   torch::Tensor out = h + self_attn(input_layernorm(h), cos, sin, mask, cache, layer);
   return out + mlp(post_attention_layernorm(out));
 }
@@ -143,15 +159,20 @@ torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, const torch::Ten
   torch::Tensor h = model->embed_tokens(ids);
   const torch::Tensor cos = cos_table_.index({positions}).unsqueeze(1).to(h.scalar_type());
   const torch::Tensor sin = sin_table_.index({positions}).unsqueeze(1).to(h.scalar_type());
-  // Query i (absolute index past + i) sees key j <= past + i that is a real token.
-  const auto options = torch::TensorOptions().device(ids.device());
-  const torch::Tensor query_index = torch::arange(past, total, options.dtype(torch::kInt64)).view({length, 1});
-  const torch::Tensor key_index = torch::arange(total, options.dtype(torch::kInt64)).view({1, total});
-  const torch::Tensor allowed = (key_index <= query_index).unsqueeze(0).unsqueeze(0) & key_mask.view({batch, 1, 1, total});
-  const int64_t heads = config_.num_attention_heads;
-  const torch::Tensor mask = torch::zeros({batch, heads, length, total}, options.dtype(h.scalar_type()))
-                                 .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest())
-                                 .view({batch * heads, length, total});
+  // Query i (absolute index past + i) sees key j <= past + i that is a real token. The fused CPU
+  // kernels read that rule from key_mask; the torch path needs it spelt out per head.
+  AttentionMask mask{key_mask, {}};
+  if (!cpu_kernels::applies(h)) {
+    const auto options = torch::TensorOptions().device(ids.device());
+    const torch::Tensor query_index = torch::arange(past, total, options.dtype(torch::kInt64)).view({length, 1});
+    const torch::Tensor key_index = torch::arange(total, options.dtype(torch::kInt64)).view({1, total});
+    const torch::Tensor allowed =
+        (key_index <= query_index).unsqueeze(0).unsqueeze(0) & key_mask.view({batch, 1, 1, total});
+    const int64_t heads = config_.num_attention_heads;
+    mask.additive = torch::zeros({batch, heads, length, total}, options.dtype(h.scalar_type()))
+                        .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest())
+                        .view({batch * heads, length, total});
+  }
   for (size_t i = 0; i < model->layers->size(); ++i) {
     h = model->layers[i]->as<Qwen2DecoderLayerImpl>()->forward(h, cos, sin, mask, cache, i);
   }

@@ -18,6 +18,12 @@ struct KVCache {
   int64_t length() const { return keys.empty() ? 0 : keys.front().size(2); }
 };
 
+/** Which keys each query sees: causal over cache indices, real tokens only. */
+struct AttentionMask {
+  torch::Tensor key_mask;  // [B, cached + L] bool, true for real tokens: what the fused CPU kernels read
+  torch::Tensor additive;  // [B * heads, L, cached + L], 0 or lowest: the torch path; undefined when fused
+};
+
 class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(int64_t dim, double eps);
@@ -33,7 +39,7 @@ class Qwen2AttentionImpl : public torch::nn::Module {
  public:
   explicit Qwen2AttentionImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& mask, KVCache* cache, size_t layer);  // mask: additive, [B * heads, L, T]
+                        const AttentionMask& mask, KVCache* cache, size_t layer);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -53,7 +59,7 @@ class Qwen2DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit Qwen2DecoderLayerImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& mask, KVCache* cache, size_t layer);
+                        const AttentionMask& mask, KVCache* cache, size_t layer);
   Qwen2Attention self_attn{nullptr};
   Qwen2MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -49,12 +50,14 @@ double max_abs_diff(const torch::Tensor& got, const json& expected) {
 
 }  // namespace
 
-TEST_CASE("logits and log-probs match Hugging Face for every case of every folder") {
+TEST_CASE("logits and log-probs match Hugging Face for every case of every folder, on both paths") {
   torch::set_num_threads(1);
+  // Without autograd float32 runs the fused CPU kernels; with it, the torch expressions.
+  for (const bool autograd : {false, true})
   for (const char* name : kFolders) {
-    INFO(name);
+    INFO(name << (autograd ? " (torch path)" : " (fused kernels where float32)"));
     Qwen2Model model = load_qwen2(folder(name), false, torch::kCPU);
-    torch::NoGradGuard no_grad;
+    torch::AutoGradMode grad_mode(autograd);
     const json gold = golden(name);
     for (const auto& c : gold["cases"]) {
       INFO(c["name"].get<std::string>());
@@ -113,6 +116,47 @@ TEST_CASE("greedy generation with the KV cache reproduces Hugging Face's tokens,
       const auto out = lm->generate(prompts, params);
       for (size_t b = 0; b < out.size(); ++b) CHECK(out[b].ids == g["new_tokens"][b].get<std::vector<int32_t>>());
     }
+  }
+}
+
+TEST_CASE("the fused CPU kernels equal the torch path: GQA, head sizes, left padding, KV cache") {
+  torch::manual_seed(3);
+  // head_dim 16 (the presets), 64 (Qwen's), 12 (not a multiple of any vector width).
+  for (const auto& [hidden, heads, kv_heads] : {std::tuple{64, 4, 2}, std::tuple{128, 2, 1}, std::tuple{48, 4, 4}}) {
+    ModelConfig config;
+    config.vocab_size = 50;
+    config.hidden_size = hidden;
+    config.intermediate_size = 96;
+    config.num_hidden_layers = 2;
+    config.num_attention_heads = heads;
+    config.num_key_value_heads = kv_heads;
+    INFO("hidden " << hidden << ", heads " << heads << ", kv heads " << kv_heads);
+    Qwen2Model model(config, false);
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : model->parameters()) p.normal_(0.0, 0.3);  // large enough that attention is not uniform
+    }
+    // Row 0 is left-padded by 7 (its first real token at position 0), row 1 is full.
+    const int64_t length = 40, pad = 7;
+    const torch::Tensor ids = torch::randint(config.vocab_size, {2, length}, torch::kInt64);
+    torch::Tensor mask = torch::ones({2, length}, torch::kBool);
+    mask[0].narrow(0, 0, pad).fill_(false);
+    const torch::Tensor positions = (mask.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
+    const torch::Tensor real = mask.unsqueeze(-1);
+
+    const torch::Tensor reference = model->forward(ids, positions, mask).detach();  // autograd on: torch path
+    torch::NoGradGuard no_grad;
+    const torch::Tensor fused = model->forward(ids, positions, mask);
+    CHECK(((fused - reference) * real).abs().max().item<double>() < 1e-5);
+    CHECK(fused.abs().max().item<double>() > 0.1);
+
+    // Prefill 30 tokens, then decode the remaining 10 one at a time through the cache.
+    KVCache cache;
+    std::vector<torch::Tensor> steps = {model->forward(ids.narrow(1, 0, 30), positions.narrow(1, 0, 30), mask.narrow(1, 0, 30), &cache)};
+    for (int64_t t = 30; t < length; ++t) {
+      steps.push_back(model->forward(ids.narrow(1, t, 1), positions.narrow(1, t, 1), mask.narrow(1, 0, t + 1), &cache));
+    }
+    CHECK(((torch::cat(steps, 1) - reference) * real).abs().max().item<double>() < 1e-5);
   }
 }
 

@@ -1,0 +1,395 @@
+#include "agents/cpu_kernels.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+// GCC vector extensions: each kernel is written once over a vector width and compiled for every
+// instruction set (AVX-512 with 16 lanes, AVX2 with 8, the baseline with 4); the widest the CPU
+// supports is picked at the first call. The helpers are always inlined into those per-target
+// functions, so no vector value crosses a call and GCC's note on wide-vector ABIs does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace turnrl::agents::cpu_kernels {
+namespace {
+
+template <int Lanes>
+struct Simd {
+  typedef float Vec __attribute__((vector_size(Lanes * sizeof(float))));
+  typedef int32_t Mask __attribute__((vector_size(Lanes * sizeof(int32_t))));
+};
+template <int Lanes>
+using Vec = typename Simd<Lanes>::Vec;
+template <int Lanes>
+using Mask = typename Simd<Lanes>::Mask;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+template <int Lanes>
+[[gnu::always_inline]] inline Vec<Lanes> load(const float* p) {
+  Vec<Lanes> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <int Lanes>
+[[gnu::always_inline]] inline void store(float* p, const Vec<Lanes>& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <int Lanes>
+[[gnu::always_inline]] inline Vec<Lanes> splat(float x) {
+  return Vec<Lanes>{} + x;
+}
+template <int Lanes>
+[[gnu::always_inline]] inline Vec<Lanes> select(const Mask<Lanes>& mask, const Vec<Lanes>& yes, const Vec<Lanes>& no) {
+  return mask ? yes : no;
+}
+
+template <int Lanes, size_t... I>
+[[gnu::always_inline]] inline Vec<Lanes / 2> lower_half(const Vec<Lanes>& v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, I...);
+}
+template <int Lanes, size_t... I>
+[[gnu::always_inline]] inline Vec<Lanes / 2> upper_half(const Vec<Lanes>& v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, (I + Lanes / 2)...);
+}
+template <int Lanes>
+[[gnu::always_inline]] inline float hsum(const Vec<Lanes>& v) {
+  if constexpr (Lanes == 4) {
+    return (v[0] + v[1]) + (v[2] + v[3]);
+  } else {
+    constexpr auto half = std::make_index_sequence<Lanes / 2>();
+    return hsum<Lanes / 2>(lower_half<Lanes>(v, half) + upper_half<Lanes>(v, half));
+  }
+}
+template <int Lanes>
+[[gnu::always_inline]] inline float hmax(const Vec<Lanes>& v) {
+  float m = v[0];
+  for (int l = 1; l < Lanes; ++l) m = v[l] > m ? v[l] : m;
+  return m;
+}
+
+/** e^x, Cephes' single-precision range reduction and polynomial (relative error ~2e-7), x clamped
+ *  to [-87.3, 88.3] so the power of two stays a normal float. */
+template <int Lanes>
+[[gnu::always_inline]] inline Vec<Lanes> exp_approx(const Vec<Lanes>& argument) {
+  using V = Vec<Lanes>;
+  V x = select<Lanes>(argument < -87.3f, splat<Lanes>(-87.3f), argument);
+  x = select<Lanes>(x > 88.3f, splat<Lanes>(88.3f), x);
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const V n = (x * 1.44269504088896341f + kRound) - kRound;
+  const V r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  V p = splat<Lanes>(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const V y = p * (r * r) + r + 1.0f;
+  const Mask<Lanes> exponent = (__builtin_convertvector(n, Mask<Lanes>) + 127) << 23;
+  return y * std::bit_cast<V>(exponent);
+}
+
+template <int Lanes>
+[[gnu::always_inline]] inline void rms_norm_rows(const float* x, const float* weight, float* out, int64_t rows,
+                                                 int64_t dim, float eps) {
+  for (int64_t row = 0; row < rows; ++row, x += dim, out += dim) {
+    Vec<Lanes> squares{};
+    int64_t d = 0;
+    for (; d + Lanes <= dim; d += Lanes) squares += load<Lanes>(x + d) * load<Lanes>(x + d);
+    float sum = hsum<Lanes>(squares);
+    for (; d < dim; ++d) sum += x[d] * x[d];
+    const float inverse = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
+    for (d = 0; d + Lanes <= dim; d += Lanes) store<Lanes>(out + d, load<Lanes>(x + d) * inverse * load<Lanes>(weight + d));
+    for (; d < dim; ++d) out[d] = x[d] * inverse * weight[d];
+  }
+}
+
+template <int Lanes>
+[[gnu::always_inline]] inline void silu_gate_span(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + Lanes <= n; i += Lanes) {
+    const Vec<Lanes> g = load<Lanes>(gate + i);
+    store<Lanes>(out + i, g / (1.0f + exp_approx<Lanes>(-g)) * load<Lanes>(up + i));
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void rotate_rows(float* x, const float* cos, const float* sin, int64_t rows, int64_t heads, int64_t dim) {
+  const int64_t half = dim / 2;
+  for (int64_t row = 0; row < rows; ++row, cos += dim, sin += dim) {
+    for (int64_t h = 0; h < heads; ++h, x += dim) {
+      for (int64_t d = 0; d < half; ++d) {
+        const float first = x[d], second = x[d + half];
+        x[d] = first * cos[d] - second * sin[d];
+        x[d + half] = second * cos[d + half] + first * sin[d + half];
+      }
+    }
+  }
+}
+
+/** One batch row and KV head: the query heads that share its keys, every query position. */
+struct Group {
+  const float* q;  // query i of head h at q + i * q_row_stride + h * dim; out has the same layout
+  float* out;
+  int64_t q_row_stride;
+  const float* k;  // key t at k + t * dim (likewise v)
+  const float* v;
+  const bool* key_mask;
+  int64_t length, total, heads, dim;
+};
+
+constexpr int64_t kMaxLanes = 16;  // scratch rows are padded to this, whatever the width in use
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+/** Scratch for one group: keys transposed [dim][keys], values [keys][dim padded], a key bias
+ *  and the scores of up to kMaxTileRows rows. */
+constexpr int64_t kMaxTileRows = 8;
+int64_t scratch_floats(int64_t dim, int64_t total) {
+  const int64_t keys = round_up(total, kMaxLanes);
+  return keys * (dim + round_up(dim, kMaxLanes) + 1 + kMaxTileRows);
+}
+
+struct GroupScratch {
+  const float* keys_t;  // [dim][keys]
+  const float* values;  // [keys][value_stride], zero beyond dim
+  const float* bias;    // [keys]: 0 for a real key, -inf for padding and beyond total
+  float* scores;        // [rows][keys]
+  int64_t keys, value_stride;
+};
+
+// out[r][column ..] = normaliser[r] * sum_j scores[r][j] * values[j][column ..], Columns vectors wide.
+template <int Lanes, int Rows, int Columns>
+[[gnu::always_inline]] inline void accumulate_values(const GroupScratch& s, int64_t keys_seen, int64_t column,
+                                                     float* const* out, const float* normaliser, int64_t dim) {
+  using V = Vec<Lanes>;
+  V acc[Rows][Columns] = {};
+  for (int64_t j = 0; j < keys_seen; ++j) {
+    const float* value_row = s.values + j * s.value_stride + column;
+    V value[Columns];
+    for (int c = 0; c < Columns; ++c) value[c] = load<Lanes>(value_row + c * Lanes);
+    for (int r = 0; r < Rows; ++r) {
+      const float p = s.scores[r * s.keys + j];
+      for (int c = 0; c < Columns; ++c) acc[r][c] += p * value[c];
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    for (int c = 0; c < Columns && column + c * Lanes < dim; ++c) {
+      const V result = acc[r][c] * normaliser[r];
+      const int64_t width = std::min<int64_t>(Lanes, dim - column - c * Lanes);
+      std::memcpy(out[r] + column + c * Lanes, &result, width * sizeof(float));
+    }
+  }
+}
+
+// Rows (head, position) first .. first + Rows - 1 of a group: scores along the keys against the
+// transposed keys, masked softmax in place, then probabilities times value rows. Rows independent
+// accumulators hide the multiply-add latency.
+template <int Lanes, int Rows>
+[[gnu::always_inline]] inline void attend_tile(const Group& g, const GroupScratch& s, int64_t first) {
+  using V = Vec<Lanes>;
+  const int64_t dim = g.dim, past = g.total - g.length;
+  const float* q[Rows];
+  float* out[Rows];
+  float visible[Rows];  // the row sees keys [0, visible)
+  int64_t blocks = 0;
+  for (int r = 0; r < Rows; ++r) {
+    const int64_t head = (first + r) / g.length, i = (first + r) % g.length;
+    q[r] = g.q + i * g.q_row_stride + head * dim;
+    out[r] = g.out + i * g.q_row_stride + head * dim;
+    visible[r] = static_cast<float>(past + i + 1);
+    blocks = std::max(blocks, (past + i + Lanes) / Lanes);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  V lane_index;
+  for (int l = 0; l < Lanes; ++l) lane_index[l] = static_cast<float>(l);
+  V row_max[Rows];
+  for (auto& m : row_max) m = splat<Lanes>(-kInf);
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t at = block * Lanes;
+    V dot[Rows] = {};
+    for (int64_t d = 0; d < dim; ++d) {
+      const V key = load<Lanes>(s.keys_t + d * s.keys + at);
+      for (int r = 0; r < Rows; ++r) dot[r] += q[r][d] * key;
+    }
+    const V index = lane_index + static_cast<float>(at), key_bias = load<Lanes>(s.bias + at);
+    for (int r = 0; r < Rows; ++r) {
+      const V score = select<Lanes>(index < visible[r], dot[r] * scale + key_bias, splat<Lanes>(-kInf));
+      store<Lanes>(s.scores + r * s.keys + at, score);
+      row_max[r] = select<Lanes>(score > row_max[r], score, row_max[r]);
+    }
+  }
+  float normaliser[Rows];
+  for (int r = 0; r < Rows; ++r) {
+    const float highest = hmax<Lanes>(row_max[r]);
+    const V max = splat<Lanes>(highest == -kInf ? 0.0f : highest);  // no visible key: every score stays -inf
+    V sum{};
+    for (int64_t block = 0; block < blocks; ++block) {
+      float* p = s.scores + r * s.keys + block * Lanes;
+      const V score = load<Lanes>(p);
+      const V prob = select<Lanes>(score > -kInf, exp_approx<Lanes>(score - max), V{});
+      store<Lanes>(p, prob);
+      sum += prob;
+    }
+    const float total = hsum<Lanes>(sum);
+    normaliser[r] = total > 0.0f ? 1.0f / total : 0.0f;  // no visible key: zeros
+  }
+  // Value vectors per pass: Rows x Columns accumulators must fit the vector registers.
+  constexpr int kColumns = Lanes == 16 || Rows <= 4 ? 2 : 1;
+  const int64_t keys_seen = blocks * Lanes;
+  int64_t column = 0;
+  for (; column + kColumns * Lanes <= s.value_stride; column += kColumns * Lanes) {
+    accumulate_values<Lanes, Rows, kColumns>(s, keys_seen, column, out, normaliser, dim);
+  }
+  for (; column < s.value_stride; column += Lanes) accumulate_values<Lanes, Rows, 1>(s, keys_seen, column, out, normaliser, dim);
+}
+
+template <int Lanes>
+[[gnu::always_inline]] inline void attend(const Group& g, float* scratch) {
+  const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes), value_stride = round_up(dim, Lanes);
+  float* const keys_t = scratch;
+  float* const values = keys_t + dim * keys;
+  float* const bias = values + keys * value_stride;
+  std::fill(keys_t, bias, 0.0f);
+  for (int64_t t = 0; t < g.total; ++t) {
+    for (int64_t d = 0; d < dim; ++d) keys_t[d * keys + t] = g.k[t * dim + d];
+    std::memcpy(values + t * value_stride, g.v + t * dim, dim * sizeof(float));
+    bias[t] = g.key_mask[t] ? 0.0f : -kInf;
+  }
+  std::fill(bias + g.total, bias + keys, -kInf);
+  const GroupScratch s{keys_t, values, bias, bias + keys, keys, value_stride};
+  // Wide tiles where the registers allow, single rows for the rest (a decoding step has few rows).
+  constexpr int kWide = Lanes == 16 ? 8 : 4;
+  const int64_t rows = g.heads * g.length;
+  int64_t first = 0;
+  for (; first + kWide <= rows; first += kWide) attend_tile<Lanes, kWide>(g, s, first);
+  for (; first < rows; ++first) attend_tile<Lanes, 1>(g, s, first);
+}
+
+/** The vector kernels compiled for one instruction set. */
+struct KernelSet {
+  const char* name;
+  void (*rms_norm_rows)(const float*, const float*, float*, int64_t, int64_t, float);
+  void (*silu_gate_span)(const float*, const float*, float*, int64_t);
+  void (*attend)(const Group&, float*);
+};
+
+#define TURNRL_KERNEL_SET(NAME, TARGET, LANES)                                                                    \
+  TARGET void NAME##_rms_norm_rows(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps) { \
+    rms_norm_rows<LANES>(x, w, out, rows, dim, eps);                                                             \
+  }                                                                                                               \
+  TARGET void NAME##_silu_gate_span(const float* gate, const float* up, float* out, int64_t n) {                  \
+    silu_gate_span<LANES>(gate, up, out, n);                                                                      \
+  }                                                                                                               \
+  TARGET void NAME##_attend(const Group& g, float* scratch) { attend<LANES>(g, scratch); }                         \
+  constexpr KernelSet NAME{#NAME, NAME##_rms_norm_rows, NAME##_silu_gate_span, NAME##_attend};
+
+TURNRL_KERNEL_SET(baseline, , 4)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TURNRL_X86_KERNELS 1
+TURNRL_KERNEL_SET(avx2, [[gnu::target("arch=x86-64-v3")]], 8)
+TURNRL_KERNEL_SET(avx512, [[gnu::target("arch=x86-64-v4")]], 16)
+#endif
+#undef TURNRL_KERNEL_SET
+
+// The widest set the CPU supports; TURNRL_CPU_KERNELS caps it (avx512, avx2, baseline) so that the
+// narrower sets can be tested and compared on a wide CPU.
+const KernelSet& choose_kernels() {
+  const char* cap = std::getenv("TURNRL_CPU_KERNELS");
+  const std::string widest = cap ? cap : "avx512";
+  if (widest != "avx512" && widest != "avx2" && widest != "baseline") {
+    throw std::invalid_argument("TURNRL_CPU_KERNELS must be avx512, avx2 or baseline, not '" + widest + "'");
+  }
+#ifdef TURNRL_X86_KERNELS
+  if (widest == "avx512" && __builtin_cpu_supports("x86-64-v4")) return avx512;
+  if (widest != "baseline" && __builtin_cpu_supports("x86-64-v3")) return avx2;
+#endif
+  return baseline;
+}
+
+const KernelSet& kernels() {
+  static const KernelSet& chosen = choose_kernels();
+  return chosen;
+}
+
+}  // namespace
+
+const char* instruction_set() { return kernels().name; }
+
+bool applies(const at::Tensor& x) {
+  return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat && !at::GradMode::is_enabled();
+}
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  TORCH_CHECK(applies(x) && weight.is_contiguous() && weight.numel() == x.size(-1), "rms_norm: float32 CPU input and weight");
+  const at::Tensor in = x.contiguous();
+  at::Tensor out = at::empty_like(in);
+  const int64_t dim = x.size(-1), rows = in.numel() / dim;
+  at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
+    kernels().rms_norm_rows(in.data_ptr<float>() + begin * dim, weight.data_ptr<float>(), out.data_ptr<float>() + begin * dim,
+                  end - begin, dim, static_cast<float>(eps));
+  });
+  return out;
+}
+
+void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  TORCH_CHECK(x.dim() == 4 && x.is_contiguous() && cos.is_contiguous() && sin.is_contiguous() &&
+                  cos.numel() == x.size(0) * x.size(1) * x.size(3) && x.size(3) % 2 == 0,
+              "rotate_: x [B, L, heads, D] and cos, sin [B, 1, L, D], contiguous");
+  const int64_t rows = x.size(0) * x.size(1), heads = x.size(2), dim = x.size(3);
+  at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
+    rotate_rows(x.data_ptr<float>() + begin * heads * dim, cos.data_ptr<float>() + begin * dim,
+                sin.data_ptr<float>() + begin * dim, end - begin, heads, dim);
+  });
+}
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask) {
+  const int64_t batch = q.size(0), length = q.size(1), heads = q.size(2), dim = q.size(3);
+  const int64_t kv_heads = k.size(1), total = k.size(2);
+  TORCH_CHECK(q.is_contiguous() && k.sizes() == v.sizes() && k.size(0) == batch && k.size(3) == dim &&
+                  heads % kv_heads == 0 && total >= length,
+              "attention: q [B, L, H, D], k and v [B, KV, T, D]");
+  TORCH_CHECK(key_mask.scalar_type() == at::kBool && key_mask.sizes() == at::IntArrayRef({batch, total}),
+              "attention: key_mask [B, T] bool");
+  // Each (batch row, KV head) reads its keys as one [T, D] block.
+  const at::Tensor keys = k.contiguous(), values = v.contiguous(), mask = key_mask.contiguous();
+  at::Tensor out = at::empty({batch, length, heads * dim}, q.options());
+  const int64_t group_heads = heads / kv_heads;
+  at::parallel_for(0, batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(scratch_floats(dim, total));
+    for (int64_t index = begin; index < end; ++index) {
+      const int64_t b = index / kv_heads, kv = index % kv_heads;
+      const int64_t head_offset = (b * length * heads + kv * group_heads) * dim, kv_offset = (b * kv_heads + kv) * total * dim;
+      const Group group{q.data_ptr<float>() + head_offset,  out.data_ptr<float>() + head_offset,
+                        heads * dim,                        keys.data_ptr<float>() + kv_offset,
+                        values.data_ptr<float>() + kv_offset, mask.data_ptr<bool>() + b * total,
+                        length,                             total,
+                        group_heads,                        dim};
+      kernels().attend(group, scratch.data());
+    }
+  });
+  return out;
+}
+
+at::Tensor silu_gate(const at::Tensor& gate, const at::Tensor& up) {
+  TORCH_CHECK(applies(gate) && up.sizes() == gate.sizes(), "silu_gate: float32 CPU tensors of one shape");
+  const at::Tensor g = gate.contiguous(), u = up.contiguous();
+  at::Tensor out = at::empty_like(g);
+  at::parallel_for(0, g.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
+    kernels().silu_gate_span(g.data_ptr<float>() + begin, u.data_ptr<float>() + begin, out.data_ptr<float>() + begin, end - begin);
+  });
+  return out;
+}
+
+}  // namespace turnrl::agents::cpu_kernels

@@ -1,0 +1,34 @@
+#pragma once
+// Fused float32 kernels for the Qwen2 forward pass on CPU outside autograd (sampling, scoring, the
+// reference policy). Each does in one pass over memory what the torch expression in qwen2_model.cpp
+// does in several: for a model with 16-wide heads those passes, not the weight products, were most
+// of the forward's time. The torch expressions remain the path for autograd and other devices.
+#include <ATen/core/Tensor.h>
+
+namespace turnrl::agents::cpu_kernels {
+
+/** The instruction set the kernels run with: "avx512", "avx2" or "baseline" (the widest the CPU
+ *  supports, capped by the environment variable TURNRL_CPU_KERNELS). */
+const char* instruction_set();
+
+/** True when `x` is a float32 CPU tensor and autograd is off: the kernels below apply. */
+bool applies(const at::Tensor& x);
+
+/** x * rsqrt(mean(x^2, -1) + eps) * weight over the last dimension. */
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+/** Rotary embedding in place: x [B, L, heads, D] contiguous; cos, sin [B, 1, L, D] contiguous. */
+void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+/**
+ * Softmax attention with grouped-query heads. q [B, L, H, D] contiguous (already rotated and not
+ * scaled); k, v [B, KV, T, D] with contiguous rows, H a multiple of KV; key_mask [B, T] bool.
+ * Query i (cache index T - L + i) sees key j when j <= T - L + i and key_mask[b, j]; a query that
+ * sees no key gets zeros. Returns [B, L, H * D].
+ */
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask);
+
+/** silu(gate) * up, elementwise. */
+at::Tensor silu_gate(const at::Tensor& gate, const at::Tensor& up);
+
+}  // namespace turnrl::agents::cpu_kernels
