@@ -125,14 +125,16 @@ template <int Lanes>
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-void rotate_rows(float* x, const float* cos, const float* sin, int64_t rows, int64_t heads, int64_t dim) {
+void rotate_rows(float* x, const float* cos, const float* sin, int64_t rows, int64_t row_stride, int64_t heads,
+                 int64_t dim) {
   const int64_t half = dim / 2;
   for (int64_t row = 0; row < rows; ++row, cos += dim, sin += dim) {
-    for (int64_t h = 0; h < heads; ++h, x += dim) {
+    float* head = x + row * row_stride;
+    for (int64_t h = 0; h < heads; ++h, head += dim) {
       for (int64_t d = 0; d < half; ++d) {
-        const float first = x[d], second = x[d + half];
-        x[d] = first * cos[d] - second * sin[d];
-        x[d + half] = second * cos[d + half] + first * sin[d + half];
+        const float first = head[d], second = head[d + half];
+        head[d] = first * cos[d] - second * sin[d];
+        head[d + half] = second * cos[d + half] + first * sin[d + half];
       }
     }
   }
@@ -140,9 +142,9 @@ void rotate_rows(float* x, const float* cos, const float* sin, int64_t rows, int
 
 /** One batch row and KV head: the query heads that share its keys, every query position. */
 struct Group {
-  const float* q;  // query i of head h at q + i * q_row_stride + h * dim; out has the same layout
-  float* out;
-  int64_t q_row_stride;
+  const float* q;  // query i of head h at q + i * q_row_stride + h * dim
+  float* out;      // its output at out + i * out_row_stride + h * dim
+  int64_t q_row_stride, out_row_stride;
   const float* k;  // key t at k + t * dim (likewise v)
   const float* v;
   const bool* key_mask;
@@ -207,7 +209,7 @@ template <int Lanes, int Rows>
   for (int r = 0; r < Rows; ++r) {
     const int64_t head = (first + r) / g.length, i = (first + r) % g.length;
     q[r] = g.q + i * g.q_row_stride + head * dim;
-    out[r] = g.out + i * g.q_row_stride + head * dim;
+    out[r] = g.out + i * g.out_row_stride + head * dim;
     visible[r] = static_cast<float>(past + i + 1);
     blocks = std::max(blocks, (past + i + Lanes) / Lanes);
   }
@@ -343,23 +345,28 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return out;
 }
 
+// Rows of [B, L, heads, D] views: heads contiguous, the B * L position rows equally spaced.
+bool equally_spaced_rows(const at::Tensor& x) {
+  return x.dim() == 4 && x.stride(3) == 1 && x.stride(2) == x.size(3) && x.stride(0) == x.size(1) * x.stride(1);
+}
+
 void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  TORCH_CHECK(x.dim() == 4 && x.is_contiguous() && cos.is_contiguous() && sin.is_contiguous() &&
+  TORCH_CHECK(equally_spaced_rows(x) && cos.is_contiguous() && sin.is_contiguous() &&
                   cos.numel() == x.size(0) * x.size(1) * x.size(3) && x.size(3) % 2 == 0,
-              "rotate_: x [B, L, heads, D] and cos, sin [B, 1, L, D], contiguous");
-  const int64_t rows = x.size(0) * x.size(1), heads = x.size(2), dim = x.size(3);
+              "rotate_: x [B, L, heads, D] with equally spaced rows and cos, sin [B, 1, L, D] contiguous");
+  const int64_t rows = x.size(0) * x.size(1), row_stride = x.stride(1), heads = x.size(2), dim = x.size(3);
   at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
-    rotate_rows(x.data_ptr<float>() + begin * heads * dim, cos.data_ptr<float>() + begin * dim,
-                sin.data_ptr<float>() + begin * dim, end - begin, heads, dim);
+    rotate_rows(x.data_ptr<float>() + begin * row_stride, cos.data_ptr<float>() + begin * dim,
+                sin.data_ptr<float>() + begin * dim, end - begin, row_stride, heads, dim);
   });
 }
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask) {
   const int64_t batch = q.size(0), length = q.size(1), heads = q.size(2), dim = q.size(3);
   const int64_t kv_heads = k.size(1), total = k.size(2);
-  TORCH_CHECK(q.is_contiguous() && k.sizes() == v.sizes() && k.size(0) == batch && k.size(3) == dim &&
+  TORCH_CHECK(equally_spaced_rows(q) && k.sizes() == v.sizes() && k.size(0) == batch && k.size(3) == dim &&
                   heads % kv_heads == 0 && total >= length,
-              "attention: q [B, L, H, D], k and v [B, KV, T, D]");
+              "attention: q [B, L, H, D] with equally spaced rows, k and v [B, KV, T, D]");
   TORCH_CHECK(key_mask.scalar_type() == at::kBool && key_mask.sizes() == at::IntArrayRef({batch, total}),
               "attention: key_mask [B, T] bool");
   // Each (batch row, KV head) reads its keys as one [T, D] block.
@@ -369,25 +376,37 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   at::parallel_for(0, batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(scratch_floats(dim, total));
     for (int64_t index = begin; index < end; ++index) {
-      const int64_t b = index / kv_heads, kv = index % kv_heads;
-      const int64_t head_offset = (b * length * heads + kv * group_heads) * dim, kv_offset = (b * kv_heads + kv) * total * dim;
-      const Group group{q.data_ptr<float>() + head_offset,  out.data_ptr<float>() + head_offset,
-                        heads * dim,                        keys.data_ptr<float>() + kv_offset,
-                        values.data_ptr<float>() + kv_offset, mask.data_ptr<bool>() + b * total,
-                        length,                             total,
-                        group_heads,                        dim};
+      const int64_t b = index / kv_heads, first_head = index % kv_heads * group_heads;
+      const int64_t kv_offset = index * total * dim;
+      const Group group{q.data_ptr<float>() + b * q.stride(0) + first_head * dim,
+                        out.data_ptr<float>() + (b * length * heads + first_head) * dim,
+                        q.stride(1),
+                        heads * dim,
+                        keys.data_ptr<float>() + kv_offset,
+                        values.data_ptr<float>() + kv_offset,
+                        mask.data_ptr<bool>() + b * total,
+                        length,
+                        total,
+                        group_heads,
+                        dim};
       kernels().attend(group, scratch.data());
     }
   });
   return out;
 }
 
-at::Tensor silu_gate(const at::Tensor& gate, const at::Tensor& up) {
-  TORCH_CHECK(applies(gate) && up.sizes() == gate.sizes(), "silu_gate: float32 CPU tensors of one shape");
-  const at::Tensor g = gate.contiguous(), u = up.contiguous();
-  at::Tensor out = at::empty_like(g);
-  at::parallel_for(0, g.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
-    kernels().silu_gate_span(g.data_ptr<float>() + begin, u.data_ptr<float>() + begin, out.data_ptr<float>() + begin, end - begin);
+at::Tensor silu_gate(const at::Tensor& gate_up) {
+  TORCH_CHECK(applies(gate_up) && gate_up.size(-1) % 2 == 0, "silu_gate: float32 CPU [..., 2m]");
+  const at::Tensor in = gate_up.contiguous();
+  const int64_t width = in.size(-1) / 2, rows = in.numel() / (2 * width);
+  std::vector<int64_t> shape = in.sizes().vec();
+  shape.back() = width;
+  at::Tensor out = at::empty(shape, in.options());
+  at::parallel_for(0, rows, std::max<int64_t>(1, (1 << 14) / width), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const float* gate = in.data_ptr<float>() + row * 2 * width;
+      kernels().silu_gate_span(gate, gate + width, out.data_ptr<float>() + row * width, width);
+    }
   });
   return out;
 }

@@ -17,18 +17,19 @@ bool applies(const at::Tensor& x);
 /** x * rsqrt(mean(x^2, -1) + eps) * weight over the last dimension. */
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
-/** Rotary embedding in place: x [B, L, heads, D] contiguous; cos, sin [B, 1, L, D] contiguous. */
+/** Rotary embedding in place: x [B, L, heads, D] with contiguous heads, position rows equally
+ *  spaced (a column slice of a wider matrix will do); cos, sin [B, 1, L, D] contiguous. */
 void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
 /**
- * Softmax attention with grouped-query heads. q [B, L, H, D] contiguous (already rotated and not
- * scaled); k, v [B, KV, T, D] with contiguous rows, H a multiple of KV; key_mask [B, T] bool.
+ * Softmax attention with grouped-query heads. q [B, L, H, D] with contiguous heads and equally
+ * spaced position rows (already rotated, not scaled); k, v [B, KV, T, D] with contiguous rows, H a multiple of KV; key_mask [B, T] bool.
  * Query i (cache index T - L + i) sees key j when j <= T - L + i and key_mask[b, j]; a query that
  * sees no key gets zeros. Returns [B, L, H * D].
  */
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask);
 
-/** silu(gate) * up, elementwise. */
-at::Tensor silu_gate(const at::Tensor& gate, const at::Tensor& up);
+/** silu(gate) * up for gate_up [..., 2m] holding gate then up: returns [..., m]. */
+at::Tensor silu_gate(const at::Tensor& gate_up);
 
 }  // namespace turnrl::agents::cpu_kernels

@@ -11,6 +11,27 @@
 
 namespace turnrl::agents {
 
+std::pair<torch::Tensor, torch::Tensor> StackedProjections::get(const std::vector<torch::nn::Linear>& parts) {
+  std::vector<int64_t> versions;
+  for (const auto& part : parts) {
+    versions.push_back(part->weight._version());
+    if (part->bias.defined()) versions.push_back(part->bias._version());
+  }
+  const std::lock_guard lock(mutex_);
+  if (versions != versions_ || !weight_.defined()) {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> weights, biases;
+    for (const auto& part : parts) {
+      weights.push_back(part->weight);
+      if (part->bias.defined()) biases.push_back(part->bias);
+    }
+    weight_ = torch::cat(weights, 0);
+    bias_ = biases.empty() ? torch::Tensor() : torch::cat(biases, 0);
+    versions_ = versions;
+  }
+  return {weight_, bias_};
+}
+
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({dim}));
 }
@@ -44,16 +65,21 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
                                           const AttentionMask& mask, KVCache* cache, size_t layer) {
   const int64_t batch = x.size(0), length = x.size(1);
   const bool fused = !mask.additive.defined();
-  torch::Tensor q = q_proj(x).view({batch, length, heads_, head_dim_});
-  torch::Tensor k = k_proj(x).view({batch, length, kv_heads_, head_dim_});
-  torch::Tensor v = v_proj(x).view({batch, length, kv_heads_, head_dim_}).transpose(1, 2);
-  if (fused) {
+  torch::Tensor q, k, v;
+  if (fused) {  // one product for q, k and v; their columns are views of its rows
+    const auto [weight, bias] = qkv_->get({q_proj, k_proj, v_proj});
+    const torch::Tensor qkv = torch::addmm(bias, x.reshape({batch * length, x.size(2)}), weight.t())
+                                  .view({batch, length, heads_ + 2 * kv_heads_, head_dim_});
+    q = qkv.narrow(2, 0, heads_);
+    k = qkv.narrow(2, heads_, kv_heads_);
+    v = qkv.narrow(2, heads_ + kv_heads_, kv_heads_).transpose(1, 2);
     cpu_kernels::rotate_(q, cos, sin);
     cpu_kernels::rotate_(k, cos, sin);
     k = k.transpose(1, 2);
   } else {
-    q = q.transpose(1, 2);
-    k = k.transpose(1, 2);
+    q = q_proj(x).view({batch, length, heads_, head_dim_}).transpose(1, 2);
+    k = k_proj(x).view({batch, length, kv_heads_, head_dim_}).transpose(1, 2);
+    v = v_proj(x).view({batch, length, kv_heads_, head_dim_}).transpose(1, 2);
     q = q * cos + rotate_half(q) * sin;  // cos/sin: [B, 1, L, D]
     k = k * cos + rotate_half(k) * sin;
   }
@@ -95,7 +121,10 @@ Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
 }
 
 torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) {
-  if (cpu_kernels::applies(x)) return down_proj(cpu_kernels::silu_gate(gate_proj(x), up_proj(x)));
+  if (cpu_kernels::applies(x)) {  // gate and up in one product
+    const torch::Tensor weight = gate_up_->get({gate_proj, up_proj}).first;
+    return down_proj(cpu_kernels::silu_gate(torch::matmul(x, weight.t())));
+  }
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 

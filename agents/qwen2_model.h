@@ -1,6 +1,8 @@
 #pragma once
 // The Qwen2 decoder in libtorch, with Hugging Face parameter names, an optional scalar value head
 // (the critic), and a KV cache. Include only where tensors are needed (agents, trainer).
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,22 @@ struct AttentionMask {
   torch::Tensor additive;  // [B * heads, L, cached + L], 0 or lowest: the torch path; undefined when fused
 };
 
+/**
+ * Weights (and biases) of projections that read the same input, stacked so that one matrix
+ * product computes them all. Rebuilt when a part changes (its version counter moves: a loaded
+ * checkpoint, an optimiser step), so a frozen model stacks once.
+ */
+class StackedProjections {
+ public:
+  /** [sum of outputs, input] weight and the stacked bias (undefined when the parts have none). */
+  std::pair<torch::Tensor, torch::Tensor> get(const std::vector<torch::nn::Linear>& parts);
+
+ private:
+  std::mutex mutex_;
+  std::vector<int64_t> versions_;
+  torch::Tensor weight_, bias_;
+};
+
 class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(int64_t dim, double eps);
@@ -44,6 +62,7 @@ class Qwen2AttentionImpl : public torch::nn::Module {
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
+  std::shared_ptr<StackedProjections> qkv_ = std::make_shared<StackedProjections>();
 };
 TORCH_MODULE(Qwen2Attention);
 
@@ -52,6 +71,9 @@ class Qwen2MLPImpl : public torch::nn::Module {
   explicit Qwen2MLPImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x);
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+
+ private:
+  std::shared_ptr<StackedProjections> gate_up_ = std::make_shared<StackedProjections>();
 };
 TORCH_MODULE(Qwen2MLP);
 

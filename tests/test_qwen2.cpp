@@ -157,6 +157,14 @@ TEST_CASE("the fused CPU kernels equal the torch path: GQA, head sizes, left pad
       steps.push_back(model->forward(ids.narrow(1, t, 1), positions.narrow(1, t, 1), mask.narrow(1, 0, t + 1), &cache));
     }
     CHECK(((torch::cat(steps, 1) - reference) * real).abs().max().item<double>() < 1e-5);
+
+    // Weights changed in place (an optimiser step, a loaded checkpoint) are what the next pass uses.
+    for (auto& p : model->parameters()) p.mul_(0.9).add_(0.01);
+    const torch::Tensor changed = model->forward(ids, positions, mask);
+    torch::AutoGradMode autograd(true);
+    const torch::Tensor changed_reference = model->forward(ids, positions, mask).detach();
+    CHECK(((changed - changed_reference) * real).abs().max().item<double>() < 1e-5);
+    CHECK(((changed - fused) * real).abs().max().item<double>() > 1e-3);
   }
 }
 
