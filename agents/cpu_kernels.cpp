@@ -1,7 +1,6 @@
 #include "agents/cpu_kernels.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -97,7 +96,7 @@ template <int Lanes>
   p = p * r + 5.0000001201e-1f;
   const V y = p * (r * r) + r + 1.0f;
   const Mask<Lanes> exponent = (__builtin_convertvector(n, Mask<Lanes>) + 127) << 23;
-  return y * std::bit_cast<V>(exponent);
+  return y * __builtin_bit_cast(V, exponent);  // the builtin: a library call would cross the vector ABI at -O0
 }
 
 template <int Lanes>
