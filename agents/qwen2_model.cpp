@@ -121,9 +121,23 @@ Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
 }
 
 torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) {
-  if (cpu_kernels::applies(x)) {  // gate and up in one product
-    const torch::Tensor weight = gate_up_->get({gate_proj, up_proj}).first;
-    return down_proj(cpu_kernels::silu_gate(torch::matmul(x, weight.t())));
+  if (cpu_kernels::applies(x)) {
+    // Gate and up in one product, over row chunks small enough that the [rows, 2m] intermediate
+    // stays in cache between the three products (about 15% faster for the tiny preset). Where
+    // such a chunk would be under 256 rows (wide MLPs) the whole batch goes in one product.
+    const torch::Tensor gate_up = gate_up_->get({gate_proj, up_proj}).first;
+    const torch::Tensor rows = x.reshape({-1, x.size(-1)});
+    torch::Tensor out = torch::empty({rows.size(0), down_proj->weight.size(0)}, x.options());
+    const int64_t cached_rows = (int64_t{2} << 20) / (gate_up.size(0) * int64_t{sizeof(float)});
+    const int64_t chunk = cached_rows >= 256 ? cached_rows : rows.size(0);
+    for (int64_t first = 0; first < rows.size(0); first += chunk) {
+      const int64_t n = std::min(chunk, rows.size(0) - first);
+      torch::Tensor part = out.narrow(0, first, n);
+      torch::mm_out(part, cpu_kernels::silu_gate(torch::mm(rows.narrow(0, first, n), gate_up.t())), down_proj->weight.t());
+    }
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = out.size(1);
+    return out.view(shape);
   }
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }

@@ -121,25 +121,27 @@ TEST_CASE("greedy generation with the KV cache reproduces Hugging Face's tokens,
 
 TEST_CASE("the fused CPU kernels equal the torch path: GQA, head sizes, left padding, KV cache") {
   torch::manual_seed(3);
-  // head_dim 16 (the presets), 64 (Qwen's), 12 (not a multiple of any vector width).
-  for (const auto& [hidden, heads, kv_heads] : {std::tuple{64, 4, 2}, std::tuple{128, 2, 1}, std::tuple{48, 4, 4}}) {
+  // head_dim 16 (the presets), 64 (Qwen's), 12 (not a multiple of any vector width); an MLP wide
+  // enough that the fused path takes its rows in several chunks (8 x 40 rows > 256).
+  for (const auto& [hidden, heads, kv_heads, mlp] :
+       {std::tuple{64, 4, 2, 96}, std::tuple{128, 2, 1, 96}, std::tuple{48, 4, 4, 96}, std::tuple{64, 4, 2, 1024}}) {
     ModelConfig config;
     config.vocab_size = 50;
     config.hidden_size = hidden;
-    config.intermediate_size = 96;
+    config.intermediate_size = mlp;
     config.num_hidden_layers = 2;
     config.num_attention_heads = heads;
     config.num_key_value_heads = kv_heads;
-    INFO("hidden " << hidden << ", heads " << heads << ", kv heads " << kv_heads);
+    INFO("hidden " << hidden << ", heads " << heads << ", kv heads " << kv_heads << ", mlp " << mlp);
     Qwen2Model model(config, false);
     {
       torch::NoGradGuard no_grad;
       for (auto& p : model->parameters()) p.normal_(0.0, 0.3);  // large enough that attention is not uniform
     }
-    // Row 0 is left-padded by 7 (its first real token at position 0), row 1 is full.
-    const int64_t length = 40, pad = 7;
-    const torch::Tensor ids = torch::randint(config.vocab_size, {2, length}, torch::kInt64);
-    torch::Tensor mask = torch::ones({2, length}, torch::kBool);
+    // Row 0 is left-padded by 7 (its first real token at position 0), the others are full.
+    const int64_t batch = 8, length = 40, pad = 7;
+    const torch::Tensor ids = torch::randint(config.vocab_size, {batch, length}, torch::kInt64);
+    torch::Tensor mask = torch::ones({batch, length}, torch::kBool);
     mask[0].narrow(0, 0, pad).fill_(false);
     const torch::Tensor positions = (mask.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
     const torch::Tensor real = mask.unsqueeze(-1);
