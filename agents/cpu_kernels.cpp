@@ -272,6 +272,7 @@ template <int Lanes>
   const GroupScratch s{keys_t, values, bias, bias + keys, keys, value_stride};
   // Wide tiles where the registers allow, single rows for the rest (a decoding step has few rows).
   constexpr int kWide = Lanes == 16 ? 8 : 4;
+  static_assert(kWide <= kMaxTileRows, "scratch_floats sizes the scores for kMaxTileRows rows");
   const int64_t rows = g.heads * g.length;
   int64_t first = 0;
   for (; first + kWide <= rows; first += kWide) attend_tile<Lanes, kWide>(g, s, first);
@@ -324,6 +325,11 @@ const KernelSet& kernels() {
   return chosen;
 }
 
+// Rows of [B, L, heads, D] views: heads contiguous, the B * L position rows equally spaced.
+bool equally_spaced_rows(const at::Tensor& x) {
+  return x.dim() == 4 && x.stride(3) == 1 && x.stride(2) == x.size(3) && x.stride(0) == x.size(1) * x.stride(1);
+}
+
 }  // namespace
 
 const char* instruction_set() { return kernels().name; }
@@ -342,11 +348,6 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
                   end - begin, dim, static_cast<float>(eps));
   });
   return out;
-}
-
-// Rows of [B, L, heads, D] views: heads contiguous, the B * L position rows equally spaced.
-bool equally_spaced_rows(const at::Tensor& x) {
-  return x.dim() == 4 && x.stride(3) == 1 && x.stride(2) == x.size(3) && x.stride(0) == x.size(1) * x.stride(1);
 }
 
 void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {

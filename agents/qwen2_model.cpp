@@ -128,8 +128,9 @@ torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) {
     const torch::Tensor gate_up = gate_up_->get({gate_proj, up_proj}).first;
     const torch::Tensor rows = x.reshape({-1, x.size(-1)});
     torch::Tensor out = torch::empty({rows.size(0), down_proj->weight.size(0)}, x.options());
-    const int64_t cached_rows = (int64_t{2} << 20) / (gate_up.size(0) * int64_t{sizeof(float)});
-    const int64_t chunk = cached_rows >= 256 ? cached_rows : rows.size(0);
+    constexpr int64_t kCachedBytes = int64_t{2} << 20, kMinChunkRows = 256;
+    const int64_t cached_rows = kCachedBytes / (gate_up.size(0) * int64_t{sizeof(float)});
+    const int64_t chunk = cached_rows >= kMinChunkRows ? cached_rows : rows.size(0);
     for (int64_t first = 0; first < rows.size(0); first += chunk) {
       const int64_t n = std::min(chunk, rows.size(0) - first);
       torch::Tensor part = out.narrow(0, first, n);
