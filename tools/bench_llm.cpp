@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -45,17 +46,27 @@ std::string loaded_blas() {
   return out.empty() ? "(none found)" : out;
 }
 
-double matmul_peak_gflops(int n, int repeats) {
-  torch::NoGradGuard no_grad;
-  const torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
-  torch::Tensor c = torch::mm(a, b);  // warm-up
-  double best = 0;
-  for (int r = 0; r < repeats; ++r) {
+// Timings: the shortest of at least `min_runs` runs after an untimed warm-up, going on while under
+// `budget_s` seconds in all (up to 200 runs): the machine's other work only ever slows a run. The
+// peak and the forward get the same budget, so neither is favoured by more chances at a quiet moment.
+constexpr double kTimingBudgetSeconds = 2.0;
+
+double best_seconds(const std::function<void()>& run, int min_runs, double budget_s) {
+  run();
+  double best = 1e30;
+  const auto all = Clock::now();
+  for (int r = 0; r < min_runs || (r < 200 && seconds_since(all) < budget_s); ++r) {
     const auto start = Clock::now();
-    c = torch::mm(a, b);
-    best = std::max(best, 2.0 * n * n * n / seconds_since(start) / 1e9);
+    run();
+    best = std::min(best, seconds_since(start));
   }
   return best;
+}
+
+double matmul_peak_gflops(int n) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
+  return 2.0 * n * n * n / best_seconds([&] { torch::mm(a, b); }, 3, kTimingBudgetSeconds) / 1e9;
 }
 
 double tokenizer_mb_per_s(const std::string& dir, const std::vector<std::string>& texts, int repeats) {
@@ -91,14 +102,7 @@ double weight_products_gflops(const agents::ModelConfig& config, int64_t tokens)
     if (layer == config.num_hidden_layers) shapes = {{h, config.vocab_size}};  // the output head
     for (const auto& [in, out] : shapes) {
       const torch::Tensor x = torch::randn({tokens, in}), w = torch::randn({in, out});
-      torch::mm(x, w);  // warm-up
-      double best = 1e30;
-      for (int r = 0; r < 3; ++r) {
-        const auto start = Clock::now();
-        torch::mm(x, w);
-        best = std::min(best, seconds_since(start));
-      }
-      seconds += best;
+      seconds += best_seconds([&] { torch::mm(x, w); }, 3, 0.0);
       flops += 2.0 * tokens * in * out;
     }
   }
@@ -115,15 +119,8 @@ ModelFigures measure_model(const agents::ModelConfig& config, int batch, int len
   const torch::Tensor ids = torch::randint(config.vocab_size, {batch, length}, torch::kInt64);
   const torch::Tensor positions = torch::arange(length).repeat({batch, 1});
   const torch::Tensor mask = torch::ones({batch, length}, torch::kBool);
-  model->logits(model->forward(ids, positions, mask));  // warm-up
-  // Best of at least three runs and about two seconds: the machine's other work only ever slows a run.
-  double forward_seconds = 1e30;
-  const auto timing_start = Clock::now();
-  for (int r = 0; r < 3 || (r < 200 && seconds_since(timing_start) < 2.0); ++r) {
-    const auto start = Clock::now();
-    model->logits(model->forward(ids, positions, mask));
-    forward_seconds = std::min(forward_seconds, seconds_since(start));
-  }
+  const double forward_seconds =
+      best_seconds([&] { model->logits(model->forward(ids, positions, mask)); }, 3, kTimingBudgetSeconds);
   // Matmul FLOPs: every non-embedding weight (twice per token), the output head, attention scores and mixing.
   const double h = config.hidden_size, tokens = static_cast<double>(batch) * length;
   const double layer_weights = h * (config.num_attention_heads * config.head_dim()) * 2 +
@@ -166,7 +163,7 @@ int bench_llm(int argc, char** argv) {
   report["blas"] = loaded_blas();
   report["torch_threads"] = torch::get_num_threads();
   report["cpu_kernels"] = agents::cpu_kernels::instruction_set();
-  const double peak = matmul_peak_gflops(1024, 30);
+  const double peak = matmul_peak_gflops(1024);
   report["matmul_peak_gflops"] = peak;
   std::printf("BLAS: %s (torch threads: %d, fused CPU kernels: %s)\nfloat32 1024x1024 matmul peak: %.1f GFLOP/s\n", report["blas"].get<std::string>().c_str(),
               torch::get_num_threads(), agents::cpu_kernels::instruction_set(), peak);
