@@ -27,6 +27,7 @@ template <int Lanes>
 struct Simd {
   typedef float Vec __attribute__((vector_size(Lanes * sizeof(float))));
   typedef int32_t Mask __attribute__((vector_size(Lanes * sizeof(int32_t))));
+  typedef uint32_t Bits __attribute__((vector_size(Lanes * sizeof(uint32_t))));
 };
 template <int Lanes>
 using Vec = typename Simd<Lanes>::Vec;
@@ -73,30 +74,40 @@ template <int Lanes>
 }
 template <int Lanes>
 [[gnu::always_inline]] inline float hmax(const Vec<Lanes>& v) {
-  float m = v[0];
-  for (int l = 1; l < Lanes; ++l) m = v[l] > m ? v[l] : m;
-  return m;
+  if constexpr (Lanes == 4) {
+    return std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+  } else {
+    constexpr auto half = std::make_index_sequence<Lanes / 2>();
+    const Vec<Lanes / 2> low = lower_half<Lanes>(v, half), high = upper_half<Lanes>(v, half);
+    return hmax<Lanes / 2>(low > high ? low : high);
+  }
 }
 
-/** e^x, Cephes' single-precision range reduction and polynomial (relative error ~2e-7), x clamped
- *  to [-87.3, 88.3] so the power of two stays a normal float. */
+constexpr float kLog2e = 1.44269504088896341f;
+
+/** 2^x for x in [-126, 127] (clamped there): x = n + r with n an integer and |r| <= 1/2, 2^r by
+ *  its degree-6 Taylor polynomial (relative error ~1.2e-7), 2^n added to the exponent bits.
+ *  Base 2 saves the two-step ln 2 range reduction of e^x; callers fold log2(e) into a scale. */
 template <int Lanes>
-[[gnu::always_inline]] inline Vec<Lanes> exp_approx(const Vec<Lanes>& argument) {
+[[gnu::always_inline]] inline Vec<Lanes> exp2_approx(const Vec<Lanes>& argument) {
   using V = Vec<Lanes>;
-  V x = select<Lanes>(argument < -87.3f, splat<Lanes>(-87.3f), argument);
-  x = select<Lanes>(x > 88.3f, splat<Lanes>(88.3f), x);
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const V n = (x * 1.44269504088896341f + kRound) - kRound;
-  const V r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  V p = splat<Lanes>(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const V y = p * (r * r) + r + 1.0f;
-  const Mask<Lanes> exponent = (__builtin_convertvector(n, Mask<Lanes>) + 127) << 23;
-  return y * __builtin_bit_cast(V, exponent);  // the builtin: a library call would cross the vector ABI at -O0
+  using Bits = typename Simd<Lanes>::Bits;
+  V x = argument < -126.0f ? splat<Lanes>(-126.0f) : argument;
+  x = x > 127.0f ? splat<Lanes>(127.0f) : x;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: x + kRound holds round(x) in its low mantissa bits
+  const V shifted = x + kRound;
+  const V r = x - (shifted - kRound);
+  V p = splat<Lanes>(1.5403530393381606e-4f);
+  p = p * r + 1.3333558146428443e-3f;
+  p = p * r + 9.6181291076284772e-3f;
+  p = p * r + 5.5504108664821580e-2f;
+  p = p * r + 2.4022650695910071e-1f;
+  p = p * r + 6.9314718055994531e-1f;
+  p = p * r + 1.0f;
+  // The low bits of `shifted` are round(x) in two's complement; shifted left by 23 they are 2^n's
+  // exponent field, and the bits above (1.5 * 2^23's) leave the word.
+  const Bits exponent = __builtin_bit_cast(Bits, shifted) << 23;
+  return __builtin_bit_cast(V, __builtin_bit_cast(Bits, p) + exponent);  // the builtin: a library call would cross the vector ABI at -O0
 }
 
 template <int Lanes>
@@ -119,24 +130,39 @@ template <int Lanes>
   int64_t i = 0;
   for (; i + Lanes <= n; i += Lanes) {
     const Vec<Lanes> g = load<Lanes>(gate + i);
-    store<Lanes>(out + i, g / (1.0f + exp_approx<Lanes>(-g)) * load<Lanes>(up + i));
+    store<Lanes>(out + i, g / (1.0f + exp2_approx<Lanes>(g * -kLog2e)) * load<Lanes>(up + i));
   }
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-void rotate_rows(float* x, const float* cos, const float* sin, int64_t rows, int64_t row_stride, int64_t heads,
-                 int64_t dim) {
+// x[d] = x[d] cos[d] - x[d + half] sin[d], x[d + half] = x[d + half] cos[d + half] + x[d] sin[d + half]
+// for each head of each row, Width values of d at a time.
+template <int Width>
+[[gnu::always_inline]] inline void rotate_rows_by(float* x, const float* cos, const float* sin, int64_t rows,
+                                                  int64_t row_stride, int64_t heads, int64_t dim) {
   const int64_t half = dim / 2;
   for (int64_t row = 0; row < rows; ++row, cos += dim, sin += dim) {
     float* head = x + row * row_stride;
     for (int64_t h = 0; h < heads; ++h, head += dim) {
-      for (int64_t d = 0; d < half; ++d) {
-        const float first = head[d], second = head[d + half];
-        head[d] = first * cos[d] - second * sin[d];
-        head[d + half] = second * cos[d + half] + first * sin[d + half];
+      for (int64_t d = 0; d < half; d += Width) {
+        const Vec<Width> first = load<Width>(head + d), second = load<Width>(head + d + half);
+        store<Width>(head + d, first * load<Width>(cos + d) - second * load<Width>(sin + d));
+        store<Width>(head + d + half, second * load<Width>(cos + d + half) + first * load<Width>(sin + d + half));
       }
     }
   }
+}
+
+template <int Lanes>
+[[gnu::always_inline]] inline void rotate_rows(float* x, const float* cos, const float* sin, int64_t rows,
+                                               int64_t row_stride, int64_t heads, int64_t dim) {
+  const int64_t half = dim / 2;
+  if constexpr (Lanes > 4) {
+    if (half % Lanes == 0) return rotate_rows_by<Lanes>(x, cos, sin, rows, row_stride, heads, dim);
+    if (half % (Lanes / 2) == 0) return rotate_rows_by<Lanes / 2>(x, cos, sin, rows, row_stride, heads, dim);
+  }
+  if (half % 4 == 0) return rotate_rows_by<4>(x, cos, sin, rows, row_stride, heads, dim);
+  rotate_rows_by<1>(x, cos, sin, rows, row_stride, heads, dim);
 }
 
 /** One batch row and KV head: the query heads that share its keys, every query position. */
@@ -212,7 +238,7 @@ template <int Lanes, int Rows>
     visible[r] = static_cast<float>(past + i + 1);
     blocks = std::max(blocks, (past + i + Lanes) / Lanes);
   }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  const float scale = kLog2e / std::sqrt(static_cast<float>(dim));  // scores in base 2: softmax is the same
   V lane_index;
   for (int l = 0; l < Lanes; ++l) lane_index[l] = static_cast<float>(l);
   V row_max[Rows];
@@ -239,7 +265,7 @@ template <int Lanes, int Rows>
     for (int64_t block = 0; block < blocks; ++block) {
       float* p = s.scores + r * s.keys + block * Lanes;
       const V score = load<Lanes>(p);
-      const V prob = select<Lanes>(score > -kInf, exp_approx<Lanes>(score - max), V{});
+      const V prob = select<Lanes>(score > -kInf, exp2_approx<Lanes>(score - max), V{});
       store<Lanes>(p, prob);
       sum += prob;
     }
@@ -284,6 +310,7 @@ struct KernelSet {
   const char* name;
   void (*rms_norm_rows)(const float*, const float*, float*, int64_t, int64_t, float);
   void (*silu_gate_span)(const float*, const float*, float*, int64_t);
+  void (*rotate_rows)(float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t);
   void (*attend)(const Group&, float*);
 };
 
@@ -294,8 +321,12 @@ struct KernelSet {
   TARGET void NAME##_silu_gate_span(const float* gate, const float* up, float* out, int64_t n) {                  \
     silu_gate_span<LANES>(gate, up, out, n);                                                                      \
   }                                                                                                               \
+  TARGET void NAME##_rotate_rows(float* x, const float* cos, const float* sin, int64_t rows, int64_t row_stride,    \
+                                 int64_t heads, int64_t dim) {                                                    \
+    rotate_rows<LANES>(x, cos, sin, rows, row_stride, heads, dim);                                                \
+  }                                                                                                               \
   TARGET void NAME##_attend(const Group& g, float* scratch) { attend<LANES>(g, scratch); }                         \
-  constexpr KernelSet NAME{#NAME, NAME##_rms_norm_rows, NAME##_silu_gate_span, NAME##_attend};
+  constexpr KernelSet NAME{#NAME, NAME##_rms_norm_rows, NAME##_silu_gate_span, NAME##_rotate_rows, NAME##_attend};
 
 TURNRL_KERNEL_SET(baseline, , 4)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -356,7 +387,7 @@ void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) 
               "rotate_: x [B, L, heads, D] with equally spaced rows and cos, sin [B, 1, L, D] contiguous");
   const int64_t rows = x.size(0) * x.size(1), row_stride = x.stride(1), heads = x.size(2), dim = x.size(3);
   at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
-    rotate_rows(x.data_ptr<float>() + begin * row_stride, cos.data_ptr<float>() + begin * dim,
+    kernels().rotate_rows(x.data_ptr<float>() + begin * row_stride, cos.data_ptr<float>() + begin * dim,
                 sin.data_ptr<float>() + begin * dim, end - begin, row_stride, heads, dim);
   });
 }

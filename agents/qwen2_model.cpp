@@ -61,8 +61,8 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 
 }  // namespace
 
-torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                          const AttentionMask& mask, KVCache* cache, size_t layer) {
+torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
+                                          const torch::Tensor& sin, const AttentionMask& mask, KVCache* cache, size_t layer) {
   const int64_t batch = x.size(0), length = x.size(1);
   const bool fused = !mask.additive.defined();
   torch::Tensor q, k, v;
@@ -94,7 +94,11 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
     k = cache->keys[layer];
     v = cache->values[layer];
   }
-  if (fused) return o_proj(cpu_kernels::attention(q, k, v, mask.key_mask));
+  if (fused) {
+    const torch::Tensor out = cpu_kernels::attention(q, k, v, mask.key_mask);
+    return torch::addmm(residual.reshape({batch * length, -1}), out.view({batch * length, -1}), o_proj->weight.t())
+        .view(residual.sizes());
+  }
   if (kv_heads_ != heads_) {
     k = k.repeat_interleave(heads_ / kv_heads_, 1);
     v = v.repeat_interleave(heads_ / kv_heads_, 1);
@@ -110,7 +114,7 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
                                 .view({batch, heads_, length, head_dim_})
                                 .transpose(1, 2)
                                 .reshape({batch, length, heads_ * head_dim_});
-  return o_proj(out);
+  return residual + o_proj(out);
 }
 
 Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
@@ -120,27 +124,26 @@ Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
   down_proj = register_module("down_proj", torch::nn::Linear(torch::nn::LinearOptions(m, h).bias(false)));
 }
 
-torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) {
+torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
   if (cpu_kernels::applies(x)) {
     // Gate and up in one product, over row chunks small enough that the [rows, 2m] intermediate
     // stays in cache between the three products (about 15% faster for the tiny preset). Where
     // such a chunk would be under 256 rows (wide MLPs) the whole batch goes in one product.
     const torch::Tensor gate_up = gate_up_->get({gate_proj, up_proj}).first;
-    const torch::Tensor rows = x.reshape({-1, x.size(-1)});
-    torch::Tensor out = torch::empty({rows.size(0), down_proj->weight.size(0)}, x.options());
+    const torch::Tensor rows = x.reshape({-1, x.size(-1)}), residual_rows = residual.reshape({-1, residual.size(-1)});
+    torch::Tensor out = torch::empty_like(residual_rows);
     constexpr int64_t kCachedBytes = int64_t{2} << 20, kMinChunkRows = 256;
     const int64_t cached_rows = kCachedBytes / (gate_up.size(0) * int64_t{sizeof(float)});
     const int64_t chunk = cached_rows >= kMinChunkRows ? cached_rows : rows.size(0);
     for (int64_t first = 0; first < rows.size(0); first += chunk) {
       const int64_t n = std::min(chunk, rows.size(0) - first);
       torch::Tensor part = out.narrow(0, first, n);
-      torch::mm_out(part, cpu_kernels::silu_gate(torch::mm(rows.narrow(0, first, n), gate_up.t())), down_proj->weight.t());
+      torch::addmm_out(part, residual_rows.narrow(0, first, n),
+                       cpu_kernels::silu_gate(torch::mm(rows.narrow(0, first, n), gate_up.t())), down_proj->weight.t());
     }
-    std::vector<int64_t> shape = x.sizes().vec();
-    shape.back() = out.size(1);
-    return out.view(shape);
+    return out.view(residual.sizes());
   }
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  return residual + down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
 Qwen2DecoderLayerImpl::Qwen2DecoderLayerImpl(const ModelConfig& config) {
@@ -152,8 +155,8 @@ Qwen2DecoderLayerImpl::Qwen2DecoderLayerImpl(const ModelConfig& config) {
 
 torch::Tensor Qwen2DecoderLayerImpl::forward(const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
                                              const AttentionMask& mask, KVCache* cache, size_t layer) {
-  torch::Tensor out = h + self_attn(input_layernorm(h), cos, sin, mask, cache, layer);
-  return out + mlp(post_attention_layernorm(out));
+  const torch::Tensor out = self_attn(input_layernorm(h), h, cos, sin, mask, cache, layer);
+  return mlp(post_attention_layernorm(out), out);
 }
 
 Qwen2TrunkImpl::Qwen2TrunkImpl(const ModelConfig& config) {

@@ -56,8 +56,9 @@ TORCH_MODULE(RMSNorm);
 class Qwen2AttentionImpl : public torch::nn::Module {
  public:
   explicit Qwen2AttentionImpl(const ModelConfig& config);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const AttentionMask& mask, KVCache* cache, size_t layer);
+  /** residual + attention(x): the sum comes out of the output projection's product (BLAS beta = 1). */
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
+                        const torch::Tensor& sin, const AttentionMask& mask, KVCache* cache, size_t layer);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -69,7 +70,8 @@ TORCH_MODULE(Qwen2Attention);
 class Qwen2MLPImpl : public torch::nn::Module {
  public:
   explicit Qwen2MLPImpl(const ModelConfig& config);
-  torch::Tensor forward(const torch::Tensor& x);
+  /** residual + mlp(x), the sum likewise out of the down projection's product. */
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual);
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 
  private:
