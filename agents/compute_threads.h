@@ -4,7 +4,7 @@
 
 namespace turnrl::agents {
 
-/** Sets both pools to `threads` (> 0). */
+/** Sets both pools, and the threads of the fused CPU attention, to `threads` (> 0). */
 void set_compute_threads(int threads);
 
 }  // namespace turnrl::agents

@@ -1,6 +1,7 @@
 #include "agents/cpu_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -170,8 +172,9 @@ struct Group {
   const float* q;  // query i of head h at q + i * q_row_stride + h * dim
   float* out;      // its output at out + i * out_row_stride + h * dim
   int64_t q_row_stride, out_row_stride;
-  const float* k;  // key t at k + t * dim (likewise v)
+  const float* k;  // key t at k + t * k_row_stride (likewise v)
   const float* v;
+  int64_t k_row_stride, v_row_stride;
   const bool* key_mask;
   int64_t length, total, heads, dim;
 };
@@ -290,8 +293,8 @@ template <int Lanes>
   float* const bias = values + keys * value_stride;
   std::fill(keys_t, bias, 0.0f);
   for (int64_t t = 0; t < g.total; ++t) {
-    for (int64_t d = 0; d < dim; ++d) keys_t[d * keys + t] = g.k[t * dim + d];
-    std::memcpy(values + t * value_stride, g.v + t * dim, dim * sizeof(float));
+    for (int64_t d = 0; d < dim; ++d) keys_t[d * keys + t] = g.k[t * g.k_row_stride + d];
+    std::memcpy(values + t * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
     bias[t] = g.key_mask[t] ? 0.0f : -kInf;
   }
   std::fill(bias + g.total, bias + keys, -kInf);
@@ -361,7 +364,31 @@ bool equally_spaced_rows(const at::Tensor& x) {
   return x.dim() == 4 && x.stride(3) == 1 && x.stride(2) == x.size(3) && x.stride(0) == x.size(1) * x.stride(1);
 }
 
+std::atomic<int>& thread_count() {
+  static std::atomic<int> threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return threads;
+}
+
+// Below this many query-key-dimension products a call runs on the calling thread: starting a thread
+// (tens of microseconds) would cost more than it saves, as in a decoding step.
+constexpr double kMinWorkPerThread = 1 << 22;
+
+/** Runs work(part) for parts 0 .. parts - 1, part 0 on the calling thread and one thread for each
+ *  other part; work must not throw. */
+template <class Work>
+void run_parts(int parts, const Work& work) {
+  std::vector<std::thread> helpers;
+  for (int part = 1; part < parts; ++part) helpers.emplace_back(work, part);
+  work(0);
+  for (auto& helper : helpers) helper.join();
+}
+
 }  // namespace
+
+void set_threads(int threads) {
+  if (threads <= 0) throw std::invalid_argument("cpu_kernels::set_threads: threads must be > 0");
+  thread_count() = threads;
+}
 
 const char* instruction_set() { return kernels().name; }
 
@@ -400,27 +427,42 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
               "attention: q [B, L, H, D] with equally spaced rows, k and v [B, KV, T, D]");
   TORCH_CHECK(key_mask.scalar_type() == at::kBool && key_mask.sizes() == at::IntArrayRef({batch, total}),
               "attention: key_mask [B, T] bool");
-  // Each (batch row, KV head) reads its keys as one [T, D] block.
-  const at::Tensor keys = k.contiguous(), values = v.contiguous(), mask = key_mask.contiguous();
+  // Keys and values are read in place (views of the q/k/v product, or the cache), a row at a time.
+  TORCH_CHECK(k.stride(3) == 1 && v.stride(3) == 1, "attention: k and v rows must be contiguous");
+  const at::Tensor mask = key_mask.contiguous();
   at::Tensor out = at::empty({batch, length, heads * dim}, q.options());
   const int64_t group_heads = heads / kv_heads;
-  at::parallel_for(0, batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(scratch_floats(dim, total));
-    for (int64_t index = begin; index < end; ++index) {
-      const int64_t b = index / kv_heads, first_head = index % kv_heads * group_heads;
-      const int64_t kv_offset = index * total * dim;
-      const Group group{q.data_ptr<float>() + b * q.stride(0) + first_head * dim,
-                        out.data_ptr<float>() + (b * length * heads + first_head) * dim,
+  const int64_t groups = batch * kv_heads;
+  if (groups == 0) return out;
+  const double work = static_cast<double>(groups) * group_heads * length * total * dim;
+  const int parts =
+      static_cast<int>(std::clamp<double>(work / kMinWorkPerThread, 1.0, std::min<int64_t>(thread_count().load(), groups)));
+  // Every buffer is allocated here, so the parts only compute (nothing in them can throw).
+  const int64_t scratch_size = scratch_floats(dim, total);
+  std::vector<float> scratch(scratch_size * parts);
+  const KernelSet& chosen = kernels();
+  const float* const q_data = q.data_ptr<float>();
+  const float* const k_data = k.data_ptr<float>();
+  const float* const v_data = v.data_ptr<float>();
+  const bool* const mask_data = mask.data_ptr<bool>();
+  float* const out_data = out.data_ptr<float>();
+  run_parts(parts, [&](int part) {
+    for (int64_t index = groups * part / parts; index < groups * (part + 1) / parts; ++index) {
+      const int64_t b = index / kv_heads, kv_head = index % kv_heads, first_head = kv_head * group_heads;
+      const Group group{q_data + b * q.stride(0) + first_head * dim,
+                        out_data + (b * length * heads + first_head) * dim,
                         q.stride(1),
                         heads * dim,
-                        keys.data_ptr<float>() + kv_offset,
-                        values.data_ptr<float>() + kv_offset,
-                        mask.data_ptr<bool>() + b * total,
+                        k_data + b * k.stride(0) + kv_head * k.stride(1),
+                        v_data + b * v.stride(0) + kv_head * v.stride(1),
+                        k.stride(2),
+                        v.stride(2),
+                        mask_data + b * total,
                         length,
                         total,
                         group_heads,
                         dim};
-      kernels().attend(group, scratch.data());
+      chosen.attend(group, scratch.data() + part * scratch_size);
     }
   });
   return out;

@@ -11,6 +11,10 @@ namespace turnrl::agents::cpu_kernels {
  *  supports, capped by the environment variable TURNRL_CPU_KERNELS). */
 const char* instruction_set();
 
+/** Threads a large attention call is split over: by default the hardware's cores, as the BLAS uses
+ *  (torch's own intra-op pool stays at its default, which spins against the BLAS's threads). */
+void set_threads(int threads);
+
 /** True when `x` is a float32 CPU tensor and autograd is off: the kernels below apply. */
 bool applies(const at::Tensor& x);
 

@@ -1,12 +1,15 @@
 // The libtorch Qwen2 against Hugging Face's own outputs for the tiny model folders.
 #include "torch_doctest.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
+#include "agents/cpu_kernels.h"
 #include "agents/language_model.h"
 #include "agents/model_presets.h"
 #include "agents/qwen2_model.h"
@@ -168,6 +171,35 @@ TEST_CASE("the fused CPU kernels equal the torch path: GQA, head sizes, left pad
     CHECK(((changed - changed_reference) * real).abs().max().item<double>() < 1e-5);
     CHECK(((changed - fused) * real).abs().max().item<double>() > 1e-3);
   }
+}
+
+TEST_CASE("fused attention: the same split over threads as on one, and equal to a plain softmax") {
+  torch::manual_seed(5);
+  torch::NoGradGuard no_grad;
+  // Large enough to be split: 16 (batch, KV head) groups, 2 query heads each, over a 32-key prefix.
+  const int64_t batch = 8, length = 128, heads = 4, kv_heads = 2, dim = 32, total = 160;
+  const torch::Tensor q = torch::randn({batch, length, heads, dim});
+  const torch::Tensor k = torch::randn({batch, kv_heads, total, dim}), v = torch::randn({batch, kv_heads, total, dim});
+  torch::Tensor key_mask = torch::ones({batch, total}, torch::kBool);
+  key_mask[0].narrow(0, 0, 20).fill_(false);
+  key_mask[3].narrow(0, 50, 10).fill_(false);
+
+  cpu_kernels::set_threads(1);
+  const torch::Tensor one = cpu_kernels::attention(q, k, v, key_mask);
+  cpu_kernels::set_threads(3);
+  const torch::Tensor split = cpu_kernels::attention(q, k, v, key_mask);
+  cpu_kernels::set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  CHECK(torch::equal(one, split));
+
+  const torch::Tensor query_index = torch::arange(total - length, total).view({length, 1});
+  const torch::Tensor visible = (torch::arange(total).view({1, total}) <= query_index).view({1, 1, length, total}) &
+                                key_mask.view({batch, 1, 1, total});
+  const torch::Tensor scores = torch::matmul(q.transpose(1, 2), k.repeat_interleave(heads / kv_heads, 1).transpose(2, 3)) /
+                               std::sqrt(static_cast<double>(dim));
+  const torch::Tensor probs = torch::softmax(scores.masked_fill(visible.logical_not(), -INFINITY), -1);
+  const torch::Tensor expected = torch::matmul(probs, v.repeat_interleave(heads / kv_heads, 1)).transpose(1, 2).reshape({batch, length, heads * dim});
+  CHECK((split - expected).abs().max().item<double>() < 1e-5);
+  CHECK_THROWS_AS(cpu_kernels::set_threads(0), std::invalid_argument);
 }
 
 TEST_CASE("scoring matches the forward pass and sampling is seeded") {
