@@ -9,6 +9,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -374,11 +375,17 @@ std::atomic<int>& thread_count() {
 constexpr double kMinWorkPerThread = 1 << 22;
 
 /** Runs work(part) for parts 0 .. parts - 1, part 0 on the calling thread and one thread for each
- *  other part; work must not throw. */
+ *  other part; work must not throw. Parts no thread could be started for run on the calling thread. */
 template <class Work>
 void run_parts(int parts, const Work& work) {
   std::vector<std::thread> helpers;
-  for (int part = 1; part < parts; ++part) helpers.emplace_back(work, part);
+  helpers.reserve(parts);
+  int part = 1;
+  try {
+    for (; part < parts; ++part) helpers.emplace_back(work, part);
+  } catch (const std::system_error&) {
+    for (; part < parts; ++part) work(part);
+  }
   work(0);
   for (auto& helper : helpers) helper.join();
 }
