@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -105,20 +106,21 @@ struct ModelFigures {
   double generate_tokens_per_s = 0;
 };
 
-/** GFLOP/s of [tokens, in] x [in, out] products for every weight of the model, timed back to back. */
+/** GFLOP/s of [tokens, in] x [in, out] products for every weight of the model: one layer's shapes
+ *  and the output head's, each timed on its own and counted once per layer that has it. */
 double weight_products_gflops(const agents::ModelConfig& config, int64_t tokens) {
   torch::NoGradGuard no_grad;
   const int64_t h = config.hidden_size, q = config.num_attention_heads * config.head_dim(),
                 kv = config.num_key_value_heads * config.head_dim(), ff = config.intermediate_size;
-  std::vector<std::pair<int64_t, int64_t>> shapes = {{h, q}, {h, kv}, {h, kv}, {q, h}, {h, ff}, {h, ff}, {ff, h}};
+  const double layers = config.num_hidden_layers;
+  const std::vector<std::tuple<int64_t, int64_t, double>> shapes = {
+      {h, q, layers}, {h, kv, layers}, {h, kv, layers}, {q, h, layers}, {h, ff, layers}, {h, ff, layers}, {ff, h, layers},
+      {h, config.vocab_size, 1.0}};
   double flops = 0, seconds = 0;
-  for (int layer = 0; layer <= config.num_hidden_layers; ++layer) {
-    if (layer == config.num_hidden_layers) shapes = {{h, config.vocab_size}};  // the output head
-    for (const auto& [in, out] : shapes) {
-      const torch::Tensor x = torch::randn({tokens, in}), w = torch::randn({in, out});
-      seconds += best_seconds([&] { torch::mm(x, w); }, 3, 0.0);
-      flops += 2.0 * tokens * in * out;
-    }
+  for (const auto& [in, out, count] : shapes) {
+    const torch::Tensor x = torch::randn({tokens, in}), w = torch::randn({in, out});
+    seconds += count * best_seconds([&] { torch::mm(x, w); }, 3, kTimingBudgetSeconds / static_cast<double>(shapes.size()));
+    flops += count * 2.0 * tokens * in * out;
   }
   return flops / seconds / 1e9;
 }
