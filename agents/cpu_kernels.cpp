@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -374,20 +377,75 @@ std::atomic<int>& thread_count() {
 // (tens of microseconds) would cost more than it saves, as in a decoding step.
 constexpr double kMinWorkPerThread = 1 << 22;
 
-/** Runs work(part) for parts 0 .. parts - 1, part 0 on the calling thread and one thread for each
- *  other part; work must not throw. Parts no thread could be started for run on the calling thread. */
-template <class Work>
-void run_parts(int parts, const Work& work) {
-  std::vector<std::thread> helpers;
-  helpers.reserve(parts);
-  int part = 1;
-  try {
-    for (; part < parts; ++part) helpers.emplace_back(work, part);
-  } catch (const std::system_error&) {
-    for (; part < parts; ++part) work(part);
+/** Threads kept asleep between calls (started on first use, never stopped) that run the parts of a
+ *  split call beside the calling thread: a call costs a wake-up, not a thread start, and nothing
+ *  spins between calls to take a core from the BLAS's own threads. */
+class Helpers {
+ public:
+  /** Runs work(part) for parts 0 .. parts - 1, part 0 on the calling thread; work must not throw.
+   *  While another call holds the helpers, or where no thread can be started, the calling thread
+   *  runs every part. */
+  void run(int parts, const std::function<void(int)>& work) {
+    std::unique_lock busy(busy_, std::try_to_lock);
+    if (!busy || !start(parts - 1)) {
+      for (int part = 0; part < parts; ++part) work(part);
+      return;
+    }
+    {
+      const std::lock_guard lock(mutex_);
+      work_ = &work;
+      parts_ = parts;
+      next_part_ = 1;
+      running_ = parts - 1;
+      ++round_;
+    }
+    wake_.notify_all();
+    work(0);
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return running_ == 0; });
+    work_ = nullptr;
   }
-  work(0);
-  for (auto& helper : helpers) helper.join();
+
+ private:
+  bool start(int wanted) {
+    try {
+      while (static_cast<int>(threads_.size()) < wanted) {
+        threads_.emplace_back([this] { serve(); });
+        threads_.back().detach();
+      }
+    } catch (const std::system_error&) {
+      return false;
+    }
+    return true;
+  }
+
+  void serve() {
+    uint64_t seen = 0;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return round_ != seen && next_part_ < parts_; });
+      seen = round_;
+      const int part = next_part_++;
+      const std::function<void(int)>& work = *work_;
+      lock.unlock();
+      work(part);
+      lock.lock();
+      if (--running_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex busy_;  // one split call at a time
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void(int)>* work_ = nullptr;
+  int parts_ = 0, next_part_ = 0, running_ = 0;
+  uint64_t round_ = 0;
+};
+
+Helpers& helpers() {
+  static Helpers* const shared = new Helpers;  // never destroyed: its threads sleep until the process ends
+  return *shared;
 }
 
 }  // namespace
@@ -453,7 +511,7 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   const float* const v_data = v.data_ptr<float>();
   const bool* const mask_data = mask.data_ptr<bool>();
   float* const out_data = out.data_ptr<float>();
-  run_parts(parts, [&](int part) {
+  helpers().run(parts, [&](int part) {
     for (int64_t index = groups * part / parts; index < groups * (part + 1) / parts; ++index) {
       const int64_t b = index / kv_heads, kv_head = index % kv_heads, first_head = kv_head * group_heads;
       const Group group{q_data + b * q.stride(0) + first_head * dim,

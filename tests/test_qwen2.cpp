@@ -188,6 +188,13 @@ TEST_CASE("fused attention: the same split over threads as on one, and equal to 
   const torch::Tensor one = cpu_kernels::attention(q, k, v, key_mask);
   cpu_kernels::set_threads(3);
   const torch::Tensor split = cpu_kernels::attention(q, k, v, key_mask);
+  // Two callers at once: one has the helper threads, the other runs its parts itself.
+  torch::Tensor beside;
+  std::thread other([&] { beside = cpu_kernels::attention(q, k, v, key_mask); });
+  const torch::Tensor again = cpu_kernels::attention(q, k, v, key_mask);
+  other.join();
+  CHECK(torch::equal(one, beside));
+  CHECK(torch::equal(one, again));
   cpu_kernels::set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   CHECK(torch::equal(one, split));
 
