@@ -173,7 +173,7 @@ int bench_llm(int argc, char** argv) {
   int threads = 0;
   app.add_option("--tokenizer", tokenizer_dir, "folder with tokenizer.json and golden_encode.jsonl")->capture_default_str();
   app.add_flag("--skip-large", skip_large, "skip the 0.5B-class configuration");
-  app.add_option("--threads", threads, "torch and BLAS threads (0 = their defaults)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads, "torch, BLAS and fused-attention threads (0 = their defaults)")->check(CLI::NonNegativeNumber);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
   if (threads > 0) agents::set_compute_threads(threads);
 

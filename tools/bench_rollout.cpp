@@ -63,7 +63,7 @@ int bench_rollout(int argc, char** argv) {
   app.add_option("--e-len", e_len, "turns per slot per collection")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--collections", collections, "collections per mode")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-new-tokens", max_new_tokens, "reply length limit")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--threads", threads, "torch and BLAS threads of the model (training's tiny configs use 1)")
+  app.add_option("--threads", threads, "torch, BLAS and fused-attention threads of the model (training's tiny configs use 1)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
