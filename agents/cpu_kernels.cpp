@@ -373,8 +373,8 @@ std::atomic<int>& thread_count() {
   return threads;
 }
 
-// Below this many query-key-dimension products a call runs on the calling thread: starting a thread
-// (tens of microseconds) would cost more than it saves, as in a decoding step.
+// Below this many query-key-dimension products a call runs on the calling thread: handing a part to a
+// helper (a wake-up, tens of microseconds) would cost more than it saves, as in a decoding step.
 constexpr double kMinWorkPerThread = 1 << 22;
 
 /** Threads kept asleep between calls (started on first use, never stopped) that run the parts of a
@@ -386,6 +386,7 @@ class Helpers {
    *  While another call holds the helpers, or where no thread can be started, the calling thread
    *  runs every part. */
   void run(int parts, const std::function<void(int)>& work) {
+    if (parts == 1) return work(0);  // a decoding step: no locks, no wake-ups
     std::unique_lock busy(busy_, std::try_to_lock);
     if (!busy || !start(parts - 1)) {
       for (int part = 0; part < parts; ++part) work(part);
@@ -409,10 +410,7 @@ class Helpers {
  private:
   bool start(int wanted) {
     try {
-      while (static_cast<int>(threads_.size()) < wanted) {
-        threads_.emplace_back([this] { serve(); });
-        threads_.back().detach();
-      }
+      for (; started_ < wanted; ++started_) std::thread([this] { serve(); }).detach();
     } catch (const std::system_error&) {
       return false;
     }
@@ -437,7 +435,7 @@ class Helpers {
   std::mutex busy_;  // one split call at a time
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  std::vector<std::thread> threads_;
+  int started_ = 0;  // helper threads, each serving until the process ends
   const std::function<void(int)>* work_ = nullptr;
   int parts_ = 0, next_part_ = 0, running_ = 0;
   uint64_t round_ = 0;
