@@ -24,6 +24,8 @@ struct AgentReply {
   /** Token-level agents only (empty otherwise). */
   std::vector<int32_t> prompt_ids, response_ids;
   std::vector<float> logprobs;  // one per response id, under the sampling distribution
+  /** Byte length of `text` once each response token is decoded (token-level agents only). */
+  std::vector<uint32_t> token_text_ends;
   bool truncated = false;       // the reply hit the length limit
 };
 
@@ -38,6 +40,9 @@ class Agent {
   virtual memory::TokenCounter token_counter() const { return nullptr; }
   /** Longest prompt in tokens the agent accepts (0: no limit); memory windows shrink to fit it. */
   virtual size_t max_prompt_tokens() const { return 0; }
+  /** Token-level agents (local models) return prompt and response ids, sampling log-probs and
+   *  token text ends with every reply: what a learner needs to train on the replies. */
+  virtual bool token_level() const { return false; }
   /** Prompt ids as act() would feed them (for bootstrap values); empty without a tokenizer. */
   virtual std::vector<int32_t> encode_prompt(const std::vector<memory::ChatMessage>& /*messages*/) const { return {}; }
 };

@@ -13,7 +13,9 @@ std::vector<AgentReply> HumanAgent::act(const std::vector<AgentPrompt>& prompts)
     out_ << "> " << std::flush;
     std::string line;
     if (!std::getline(in_, line)) throw std::runtime_error("human agent: end of input");
-    replies.push_back({line, {}, {}, {}, false});
+    AgentReply reply;
+    reply.text = line;
+    replies.push_back(std::move(reply));
   }
   return replies;
 }

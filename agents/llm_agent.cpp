@@ -45,7 +45,8 @@ std::vector<AgentReply> LlmAgent::act(const std::vector<AgentPrompt>& prompts) {
     Generation& generation = generations[i];
     std::vector<int32_t> text_ids = generation.ids;
     if (generation.stopped && !text_ids.empty()) text_ids.pop_back();
-    replies[i].text = model_->tokenizer().decode(text_ids);
+    replies[i].text = model_->tokenizer().decode(text_ids, &replies[i].token_text_ends);
+    if (generation.stopped) replies[i].token_text_ends.push_back(static_cast<uint32_t>(replies[i].text.size()));
     replies[i].prompt_ids = std::move(ids[i]);
     replies[i].response_ids = std::move(generation.ids);
     replies[i].logprobs = std::move(generation.logprobs);

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "agents/agent.h"
-#include "agents/language_model.h"
+#include "agents/model/language_model.h"
 
 namespace turnrl::agents {
 
@@ -12,6 +12,7 @@ class LlmAgent : public Agent {
  public:
   LlmAgent(std::shared_ptr<LanguageModel> model, SamplingParams params, std::string name = "llm");
   std::string name() const override { return name_; }
+  bool token_level() const override { return true; }
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
   memory::TokenCounter token_counter() const override;
   /** The model's context minus the reply's max_new_tokens. */

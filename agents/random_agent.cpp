@@ -12,7 +12,9 @@ std::vector<AgentReply> RandomAgent::act(const std::vector<AgentPrompt>& prompts
     if (!prompt.actions || prompt.actions->empty()) throw std::invalid_argument("random agent: prompt without an action list");
     std::mt19937_64 rng(prompt.seed);
     const size_t pick = std::uniform_int_distribution<size_t>(0, prompt.actions->size() - 1)(rng);
-    replies.push_back({(*prompt.actions)[pick].name, {}, {}, {}, false});
+    AgentReply reply;
+    reply.text = (*prompt.actions)[pick].name;
+    replies.push_back(std::move(reply));
   }
   return replies;
 }

@@ -41,24 +41,35 @@ std::vector<int> read_int_options(const std::string& id, const nlohmann::json& o
   return values;
 }
 
+std::vector<OptionSpec> describe(const std::vector<IntOption>& options) {
+  std::vector<OptionSpec> out;
+  for (const IntOption& option : options) {
+    out.push_back({option.name, std::to_string(option.default_value), option.description + " (integer in [" +
+                                                                          std::to_string(option.min) + ", " + std::to_string(option.max) + "])"});
+  }
+  return out;
+}
+
 std::vector<std::string> env_ids() {
   std::vector<std::string> ids;
   for (const auto& family : env_families()) ids.insert(ids.end(), family.ids.begin(), family.ids.end());
   return ids;
 }
 
-std::unique_ptr<Env> make_env(const std::string& id, const nlohmann::json& options) {
-  if (!options.is_null() && !options.is_object()) {
-    throw std::invalid_argument("env options for " + id + " must be a mapping");
-  }
+const EnvFamily& family_of(const std::string& id) {
   for (const auto& family : env_families()) {
-    for (const auto& known : family.ids) {
-      if (known == id) return family.make(id, options.is_null() ? nlohmann::json::object() : options);
-    }
+    if (std::find(family.ids.begin(), family.ids.end(), id) != family.ids.end()) return family;
   }
   std::string message = "unknown env id '" + id + "'; valid ids:";
   for (const auto& known : env_ids()) message += "\n  " + known;
   throw std::invalid_argument(message);
+}
+
+std::unique_ptr<Env> make_env(const std::string& id, const nlohmann::json& options) {
+  if (!options.is_null() && !options.is_object()) {
+    throw std::invalid_argument("env options for " + id + " must be a mapping");
+  }
+  return family_of(id).make(id, options.is_null() ? nlohmann::json::object() : options);
 }
 
 std::unique_ptr<Env> make_env(const std::string& id) { return make_env(id, nlohmann::json::object()); }

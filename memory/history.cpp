@@ -43,6 +43,7 @@ void History::add_observation(envs::TextObservation observation) {
 }
 
 void History::add_reply(std::string reply, std::string executed_action) {
+  if (config_.skip_empty_replies && reply.empty()) return;
   Event event;
   event.is_observation = false;
   event.reply = std::move(reply);

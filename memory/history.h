@@ -38,6 +38,8 @@ struct HistoryConfig {
   /** 0: no budget. Otherwise the oldest turns are dropped (whole turns, never part of one)
    *  until the prompt fits; the instruction and the current observation always stay. */
   size_t token_budget = 0;
+  /** Leave a reply whose history text is empty out of the window (BALROG's `if prev_action`). */
+  bool skip_empty_replies = false;
 };
 
 /** One episode's memory. Events alternate: observation, reply, observation, ... */

@@ -490,13 +490,13 @@ TEST_CASE("turnrl replay and play on BabaIsAI") {
   CHECK(replay.exit_code == 0);
   CHECK(replay.output.find("10/10 episodes exact") != std::string::npos);
 
-  auto play = run_turnrl("play --env babaisai/goto_win --seed 0", "right\nUP\nfly\n:grid\n:actions\n:quit\n");
+  auto play = run_turnrl("play --env babaisai/goto_win --seed 0", "right\nup\nfly\n:grid\n:actions\n:quit\n");
   CHECK(play.exit_code == 0);
   CHECK(play.output.find("Baba Is You is a puzzle game") != std::string::npos);
   CHECK(play.output.find("Current Observation:\nActive rules:\ndoor is win\nbaba is you") != std::string::npos);
   CHECK(play.output.find("action: right") != std::string::npos);
   CHECK(play.output.find("action: up") != std::string::npos);
-  CHECK(play.output.find("action: idle (default; 'fly' is not a valid action)") != std::string::npos);
+  CHECK(play.output.find("action: idle (the default: 'fly' names no action of this env)") != std::string::npos);
   CHECK(play.output.find("Defaulted to action: idle") != std::string::npos);
   CHECK(play.output.find("target plan: goto[door]") != std::string::npos);
   CHECK(play.output.find("left: take one step to the left") != std::string::npos);

@@ -15,7 +15,7 @@
 
 #include <zlib.h>
 
-#include "envs/action_parser.h"
+#include "envs/reply_parser.h"
 #include "envs/common/sha256.h"
 #include "envs/crafter/crafter_env.h"
 #include "envs/crafter/opensimplex.h"
@@ -228,14 +228,14 @@ TEST_CASE("random playouts keep the invariants on other seeds") {
 TEST_CASE("text rules translate Verlog's synonyms") {
   auto env = make_env("crafter");
   std::mt19937_64 rng(1);
-  CHECK(parse_action("ACTION: move west.", *env, ReplyFormat::kActionTag, rng).action == action::kMoveLeft);
-  CHECK(parse_action("ACTION: chop tree\nmore", *env, ReplyFormat::kActionTag, rng).action == action::kDo);
-  CHECK(parse_action("ACTION: make crafting table", *env, ReplyFormat::kActionTag, rng).action == action::kPlaceTable);
-  CHECK(parse_action("ACTION: do (chop tree)", *env, ReplyFormat::kActionTag, rng).action == action::kDo);
-  CHECK_FALSE(parse_action("ACTION: noop (wait)", *env, ReplyFormat::kActionTag, rng).valid);
-  const int diagonal = parse_action("ACTION: move north-west", *env, ReplyFormat::kActionTag, rng).action;
+  CHECK(parse_reply("ACTION: move west.", *env, ReplyFormat::kActionTag, rng).action == action::kMoveLeft);
+  CHECK(parse_reply("ACTION: chop tree\nmore", *env, ReplyFormat::kActionTag, rng).action == action::kDo);
+  CHECK(parse_reply("ACTION: make crafting table", *env, ReplyFormat::kActionTag, rng).action == action::kPlaceTable);
+  CHECK(parse_reply("ACTION: do (chop tree)", *env, ReplyFormat::kActionTag, rng).action == action::kDo);
+  CHECK_FALSE(parse_reply("ACTION: noop (wait)", *env, ReplyFormat::kActionTag, rng).valid);
+  const int diagonal = parse_reply("ACTION: move north-west", *env, ReplyFormat::kActionTag, rng).action;
   CHECK((diagonal == action::kMoveUp || diagonal == action::kMoveLeft));
-  const ParsedAction invalid = parse_action("ACTION: fly", *env, ReplyFormat::kActionTag, rng);
+  const ParsedReply invalid = parse_reply("ACTION: fly", *env, ReplyFormat::kActionTag, rng);
   CHECK_FALSE(invalid.valid);
   CHECK(invalid.action == env->default_action());
   CHECK(env->actions()[env->default_action()].name == "Noop");

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <random>
 
-#include "envs/action_parser.h"
+#include "envs/reply_parser.h"
 #include "envs/golden.h"
 #include "envs/registry.h"
 
@@ -83,12 +83,35 @@ TEST_CASE("unknown env ids list the valid ids") {
 TEST_CASE("BALROG naive matching is exact after the letter filter") {
   ToyEnv env({});
   std::mt19937_64 rng(0);
-  CHECK(parse_action("go forward.", env, ReplyFormat::kBalrogNaive, rng).valid);
-  CHECK(parse_action("  turn left\n", env, ReplyFormat::kBalrogNaive, rng).action == 0);
-  const ParsedAction upper = parse_action("Go forward", env, ReplyFormat::kBalrogNaive, rng);
+  CHECK(parse_reply("go forward.", env, ReplyFormat::kBalrogNaive, rng).valid);
+  CHECK(parse_reply("  turn left\n", env, ReplyFormat::kBalrogNaive, rng).action == 0);
+  const ParsedReply upper = parse_reply("Go forward", env, ReplyFormat::kBalrogNaive, rng);
   CHECK_FALSE(upper.valid);
   CHECK(upper.action == 2);
-  CHECK_FALSE(parse_action("1. turn left", env, ReplyFormat::kBalrogNaive, rng).valid);
+  CHECK_FALSE(parse_reply("1. turn left", env, ReplyFormat::kBalrogNaive, rng).valid);
+  // Python's strip and \s are Unicode-aware: a no-break space is kept (invalid), other bytes dropped.
+  CHECK_FALSE(parse_reply("go\u00a0forward", env, ReplyFormat::kBalrogNaive, rng).valid);
+  CHECK(parse_reply("go\u00a0forward", env, ReplyFormat::kBalrogNaive, rng).candidate == "go\u00a0forward");
+  CHECK(parse_reply("\u00a0\u2003go forward\u3000", env, ReplyFormat::kBalrogNaive, rng).valid);  // stripped
+  CHECK(parse_reply("go fo\u00e9rward", env, ReplyFormat::kBalrogNaive, rng).valid);  // a non-ASCII letter is dropped
+  CHECK(parse_reply(std::string("go \xff\xfe" "forward"), env, ReplyFormat::kBalrogNaive, rng).valid);  // invalid UTF-8 dropped
+  CHECK_FALSE(parse_reply("go\u200bforward", env, ReplyFormat::kBalrogNaive, rng).candidate.empty());
+  CHECK(parse_reply("go\u200bforward", env, ReplyFormat::kBalrogNaive, rng).candidate == "goforward");  // U+200B is no space
+}
+
+TEST_CASE("the reply parser says where the action text starts") {
+  ToyEnv env({});
+  std::mt19937_64 rng(0);
+  const std::string reply = "THINK: ACTION: no\nACTION: turn left";
+  const ParsedReply parsed = parse_reply(reply, env, ReplyFormat::kActionTag, rng);
+  CHECK(parsed.has_marker);
+  CHECK(parsed.marker_begin == reply.rfind("ACTION:"));
+  CHECK(parsed.action_begin == reply.rfind("ACTION:") + 7);
+  const ParsedReply bare = parse_reply("turn left", env, ReplyFormat::kActionTag, rng);
+  CHECK_FALSE(bare.has_marker);
+  CHECK(bare.action_begin == 0);
+  CHECK(history_entry_text(reply, parsed, "turn left", HistoryEntry::kReplyWithExecuted, ReplyFormat::kActionTag) ==
+        "THINK: ACTION: no\n\nACTION: turn left.\n");
 }
 
 TEST_CASE("ACTION: replies are normalised and translated") {
@@ -96,14 +119,14 @@ TEST_CASE("ACTION: replies are normalised and translated") {
   rules.translations["turnleft"] = {"turn left"};
   ToyEnv env(rules);
   std::mt19937_64 rng(0);
-  CHECK(parse_action("I think... ACTION: Turn_Left", env, ReplyFormat::kActionTag, rng).action == 0);
-  CHECK(parse_action("ACTION: turnleft", env, ReplyFormat::kActionTag, rng).action == 0);
-  CHECK(parse_action("action: go forward", env, ReplyFormat::kActionTag, rng).action == 2);
-  CHECK(parse_action("ACTION: x ACTION: turn right", env, ReplyFormat::kActionTag, rng).action == 1);
-  const ParsedAction garbled = parse_action(std::string("\x01\xff\0zz", 5), env, ReplyFormat::kActionTag, rng);
+  CHECK(parse_reply("I think... ACTION: Turn_Left", env, ReplyFormat::kActionTag, rng).action == 0);
+  CHECK(parse_reply("ACTION: turnleft", env, ReplyFormat::kActionTag, rng).action == 0);
+  CHECK(parse_reply("action: go forward", env, ReplyFormat::kActionTag, rng).action == 2);
+  CHECK(parse_reply("ACTION: x ACTION: turn right", env, ReplyFormat::kActionTag, rng).action == 1);
+  const ParsedReply garbled = parse_reply(std::string("\x01\xff\0zz", 5), env, ReplyFormat::kActionTag, rng);
   CHECK_FALSE(garbled.valid);
   CHECK(garbled.action == env.default_action());
-  CHECK_FALSE(parse_action("", env, ReplyFormat::kActionTag, rng).valid);
+  CHECK_FALSE(parse_reply("", env, ReplyFormat::kActionTag, rng).valid);
 }
 
 TEST_CASE("title-case rules and synonyms with several targets") {
@@ -114,9 +137,9 @@ TEST_CASE("title-case rules and synonyms with several targets") {
   rules.translations["Move Northwest"] = {"Move North", "turn left"};
   ToyEnv env(rules);
   std::mt19937_64 rng(0);
-  CHECK(parse_action("move north.\nbecause", env, ReplyFormat::kActionTag, rng).action == 3);
+  CHECK(parse_reply("move north.\nbecause", env, ReplyFormat::kActionTag, rng).action == 3);
   int seen[4] = {0, 0, 0, 0};
-  for (int i = 0; i < 50; ++i) ++seen[parse_action("move northwest", env, ReplyFormat::kActionTag, rng).action];
+  for (int i = 0; i < 50; ++i) ++seen[parse_reply("move northwest", env, ReplyFormat::kActionTag, rng).action];
   CHECK(seen[0] > 0);
   CHECK(seen[3] > 0);
 }
@@ -127,13 +150,13 @@ TEST_CASE("parenthesised groups dropped after the configured word only") {
   rules.drop_parenthesised_after = "Move";
   ToyEnv env(rules);
   std::mt19937_64 rng(0);
-  CHECK(parse_action("ACTION: move north (towards the tree)", env, ReplyFormat::kActionTag, rng).action == 3);
-  CHECK(parse_action("ACTION: move north (a)(b) ", env, ReplyFormat::kActionTag, rng).action == 3);
-  CHECK_FALSE(parse_action("ACTION: move (a) north", env, ReplyFormat::kActionTag, rng).valid);  // "Move  North"
-  CHECK_FALSE(parse_action("ACTION: move north (unclosed", env, ReplyFormat::kActionTag, rng).valid);
+  CHECK(parse_reply("ACTION: move north (towards the tree)", env, ReplyFormat::kActionTag, rng).action == 3);
+  CHECK(parse_reply("ACTION: move north (a)(b) ", env, ReplyFormat::kActionTag, rng).action == 3);
+  CHECK_FALSE(parse_reply("ACTION: move (a) north", env, ReplyFormat::kActionTag, rng).valid);  // "Move  North"
+  CHECK_FALSE(parse_reply("ACTION: move north (unclosed", env, ReplyFormat::kActionTag, rng).valid);
   rules.drop_parenthesised_after.clear();
   ToyEnv plain(rules);
-  CHECK_FALSE(parse_action("ACTION: move north (towards the tree)", plain, ReplyFormat::kActionTag, rng).valid);
+  CHECK_FALSE(parse_reply("ACTION: move north (towards the tree)", plain, ReplyFormat::kActionTag, rng).valid);
 }
 
 TEST_CASE("out-of-range actions throw") {

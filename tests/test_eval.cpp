@@ -75,7 +75,7 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
   const std::string config = (dir / "sweep.yaml").string();
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\n"
                         << "tasks: [" << task_list << "]\n"
-                        << "episodes_per_task: 3\nseed: 5\nparallel_episodes: 4\nmax_steps_per_episode: 6\n"
+                        << "episodes_per_task: 3\nseed: 5\nparallel_episodes: 4\nturn: {max_turns: 6}\n"
                         << "models:\n  - {name: random, type: random}\n"
                         << "  - {name: tiny, type: llm, path: " << tiny_model << ", temperature: 1.0, max_new_tokens: 6}\n"
                         << "  - {name: loop, type: http, base_url: \"" << server.base_url()
@@ -171,7 +171,7 @@ TEST_CASE("eval with a human at the terminal: prompts shown, typed replies playe
   std::filesystem::create_directories(dir);
   const std::string config = (dir / "human.yaml").string();
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\n"
-                        << "tasks: [babyai/goto]\nepisodes_per_task: 1\nmax_steps_per_episode: 2\n"
+                        << "tasks: [babyai/goto]\nepisodes_per_task: 1\nturn: {max_turns: 2}\n"
                         << "models: [{name: me, type: human}]\n";
   const auto run = test::run_turnrl("eval --config " + config, "turn left\nI would rather fly\n");
   REQUIRE_MESSAGE(run.exit_code == 0, run.output);

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agents/cpu_kernels.h"
-#include "agents/language_model.h"
-#include "agents/model_presets.h"
-#include "agents/qwen2_model.h"
+#include "agents/model/cpu_kernels.h"
+#include "agents/model/language_model.h"
+#include "agents/model/model_presets.h"
+#include "agents/model/qwen2_model.h"
 #include "test_util.h"
 
 using namespace turnrl::agents;

@@ -7,9 +7,9 @@
 #include "agents/random_agent.h"
 #include "envs/registry.h"
 #include "rollout_test_env.h"
-#include "trainer/env_slot.h"
-#include "trainer/episode_runner.h"
-#include "trainer/rollout.h"
+#include "trainer/rollout/env_slot.h"
+#include "trainer/rollout/episode_runner.h"
+#include "trainer/rollout/rollout.h"
 
 using namespace turnrl;
 
@@ -23,6 +23,8 @@ trainer::RolloutConfig small_config(bool pipelined) {
   config.first_episode_seed = 1000;
   config.pipelined = pipelined;
   config.batch_size = pipelined ? 2 : 0;
+  config.turn.reply_format = envs::ReplyFormat::kActionTag;
+  config.turn.invalid_penalty = -0.1;
   return config;
 }
 
@@ -182,7 +184,11 @@ TEST_CASE("invalid-action penalty, reward normalisation, terminated vs truncated
     std::string name() const override { return "scripted"; }
     std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
       std::vector<agents::AgentReply> replies;
-      for (size_t i = 0; i < prompts.size(); ++i) replies.push_back({(calls_++ % 2) ? "ACTION: finish" : "nonsense", {}, {}, {}, false});
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        agents::AgentReply reply;
+        reply.text = (calls_++ % 2) ? "ACTION: finish" : "nonsense";
+        replies.push_back(reply);
+      }
       return replies;
     }
     int calls_ = 0;
@@ -190,7 +196,8 @@ TEST_CASE("invalid-action penalty, reward normalisation, terminated vs truncated
   trainer::RolloutConfig config;
   config.n_env = 1;
   config.e_len = 4;
-  config.actions.invalid_action_penalty = -0.25;
+  config.turn.reply_format = envs::ReplyFormat::kActionTag;
+  config.turn.invalid_penalty = -0.25;
   config.normalize_reward_by_length = true;
   trainer::Rollout rollout(counting_env, agent, config);
   const auto batch = rollout.collect();
@@ -215,11 +222,12 @@ TEST_CASE("garbled replies never crash and always end in a valid action") {
       "ACTION:    GO_FORWARD  ", "turnleft"};
   for (const std::string format : {"action-tag", "balrog"}) {
     for (const std::string& id : envs::env_ids()) {
-      trainer::ActionConfig actions;
-      actions.reply_format = format == "balrog" ? envs::ReplyFormat::kBalrogNaive : envs::ReplyFormat::kActionTag;
-      actions.feedback_on_invalid_action = true;
-      actions.history_entry = trainer::HistoryEntry::kReplyWithExecuted;
-      trainer::EnvSlot slot(envs::make_env(id), memory::HistoryConfig{}, actions, 1);
+      trainer::TurnSettings turn;
+      turn.reply_format = format == "balrog" ? envs::ReplyFormat::kBalrogNaive : envs::ReplyFormat::kActionTag;
+      turn.invalid_feedback = true;
+      turn.invalid_penalty = -0.1;
+      turn.history_entry = envs::HistoryEntry::kReplyWithExecuted;
+      trainer::EnvSlot slot(envs::make_env(id), turn, 1);
       slot.begin_episode(3);
       for (const auto& reply : replies) {
         if (slot.done()) slot.begin_episode(4);
@@ -232,13 +240,15 @@ TEST_CASE("garbled replies never crash and always end in a valid action") {
     }
   }
   // A reply with several ACTIONs uses the last one (Verlog); synonyms translate.
-  trainer::EnvSlot slot(envs::make_env("babyai/goto"), memory::HistoryConfig{}, trainer::ActionConfig{}, 1);
+  trainer::TurnSettings tagged;
+  tagged.reply_format = envs::ReplyFormat::kActionTag;
+  trainer::EnvSlot slot(envs::make_env("babyai/goto"), tagged, 1);
   slot.begin_episode(0);
   CHECK(slot.apply("ACTION: go forward\nACTION: turn left").action == 0);
   CHECK(slot.apply("ACTION: turnright").action == 1);
-  trainer::ActionConfig extra;
-  extra.translations["spin"] = {"turn left"};
-  trainer::EnvSlot translated(envs::make_env("babyai/goto"), memory::HistoryConfig{}, extra, 1);
+  trainer::TurnSettings extra = tagged;
+  extra.synonyms["spin"] = {"turn left"};
+  trainer::EnvSlot translated(envs::make_env("babyai/goto"), extra, 1);
   translated.begin_episode(0);
   const auto outcome = translated.apply("ACTION: spin");
   CHECK(outcome.valid);
@@ -246,10 +256,8 @@ TEST_CASE("garbled replies never crash and always end in a valid action") {
 }
 
 TEST_CASE("BALROG feedback prefix after an invalid reply; raw reply in history") {
-  trainer::ActionConfig actions;
-  actions.reply_format = envs::ReplyFormat::kBalrogNaive;
-  actions.feedback_on_invalid_action = true;
-  trainer::EnvSlot slot(envs::make_env("babyai/goto"), memory::HistoryConfig{}, actions, 1);
+  trainer::TurnSettings turn;  // the defaults are BALROG's protocol
+  trainer::EnvSlot slot(envs::make_env("babyai/goto"), turn, 1);
   slot.begin_episode(0);
   slot.apply("Go forward!");
   const auto messages = slot.prompt(nullptr);
@@ -267,7 +275,7 @@ TEST_CASE("episode runner: every job once, whole episodes, text recorded") {
   for (size_t k = 0; k < 7; ++k) jobs.push_back({"babyai/goto", 100 + k, k});
   trainer::EpisodeRunnerConfig config;
   config.parallel_episodes = 3;
-  config.actions.max_turns = 10;
+  config.turn.max_turns = 10;
   std::set<size_t> keys;
   trainer::run_episodes(jobs, [](const std::string& id) { return envs::make_env(id); }, agent, config,
                         [&](trainer::EpisodeLog&& log) {
@@ -292,13 +300,77 @@ TEST_CASE("memory windows shrink to the agent's prompt limit") {
     }
     size_t max_prompt_tokens() const override { return limit; }
   } agent;
-  memory::HistoryConfig history;
-  history.token_budget = 0;
-  CHECK(trainer::fit_history_to_agent(history, agent).token_budget == 0);  // no limit: unchanged
+  trainer::TurnSettings turn;
+  turn.token_budget = 0;
+  CHECK(turn.history_config(agent.max_prompt_tokens()).token_budget == 0);  // no limit: unchanged
   agent.limit = 500;
-  CHECK(trainer::fit_history_to_agent(history, agent).token_budget == 500);
-  history.token_budget = 300;
-  CHECK(trainer::fit_history_to_agent(history, agent).token_budget == 300);  // a tighter budget stays
-  history.token_budget = 800;
-  CHECK(trainer::fit_history_to_agent(history, agent).token_budget == 500);
+  CHECK(turn.history_config(agent.max_prompt_tokens()).token_budget == 500);
+  turn.token_budget = 300;
+  CHECK(turn.history_config(agent.max_prompt_tokens()).token_budget == 300);  // a tighter budget stays
+  turn.token_budget = 800;
+  CHECK(turn.history_config(agent.max_prompt_tokens()).token_budget == 500);
+}
+
+TEST_CASE("the rollout records where each reply's action tokens start, from the one reply parser") {
+  // A token-level agent whose replies are split into words: what a local model returns.
+  class WordAgent : public agents::Agent {
+   public:
+    explicit WordAgent(std::vector<std::string> replies) : replies_(std::move(replies)) {}
+    std::string name() const override { return "words"; }
+    bool token_level() const override { return true; }
+    std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
+      std::vector<agents::AgentReply> out;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        agents::AgentReply reply;
+        reply.text = replies_[calls_++ % replies_.size()];
+        for (size_t at = 0; at < reply.text.size();) {
+          const size_t space = reply.text.find(' ', at);
+          at = space == std::string::npos ? reply.text.size() : space + 1;
+          reply.token_text_ends.push_back(static_cast<uint32_t>(at));
+          reply.response_ids.push_back(static_cast<int32_t>(reply.token_text_ends.size()));
+        }
+        out.push_back(std::move(reply));
+      }
+      return out;
+    }
+
+   private:
+    std::vector<std::string> replies_;
+    size_t calls_ = 0;
+  };
+  // Tokens: "THINK: " "ACTION: " "no. " "ACTION: " "go". The action text begins at the space after the
+  // last marker (byte 26), which token 3 holds: the first token holding action text is token 3.
+  // Without a marker the whole reply is the action: token 0.
+  WordAgent agent({"THINK: ACTION: no. ACTION: go", "go"});
+  trainer::RolloutConfig config;
+  config.n_env = 1;
+  config.e_len = 4;
+  config.turn.reply_format = envs::ReplyFormat::kActionTag;
+  trainer::Rollout rollout([](int) { return envs::make_env("babyai/goto"); }, agent, config);
+  const auto batch = rollout.collect();
+  CHECK(batch.turns[0].response_ids.size() == 5u);
+  CHECK(batch.turns[0].action_token_start == 3);
+  CHECK(batch.turns[1].action_token_start == 0);
+  CHECK(batch.turns[2].action_token_start == 3);
+  CHECK(trainer::action_token_start({5, 10, 15}, 10) == 2);
+  CHECK(trainer::action_token_start({5, 10, 15}, 15) == 3);  // no token holds action text
+}
+
+TEST_CASE("BALROG layout: a reply the letter filter empties stays out of the history") {
+  trainer::TurnSettings turn;  // BALROG: naive format, balrog layout
+  trainer::EnvSlot slot(envs::make_env("babyai/goto"), turn, 1);
+  slot.begin_episode(0);
+  slot.apply("123!");  // filters to "": invalid, default action, no assistant message
+  auto messages = slot.prompt(nullptr);
+  REQUIRE(messages.size() == 3);
+  CHECK(messages[1].role == "user");
+  CHECK(messages[2].role == "user");
+  // Other layouts keep the empty assistant message.
+  turn.layout = trainer::TurnLayout::kVerlog;
+  trainer::EnvSlot verlog(envs::make_env("babyai/goto"), turn, 1);
+  verlog.begin_episode(0);
+  verlog.apply("123!");
+  messages = verlog.prompt(nullptr);
+  REQUIRE(messages.size() == 4);
+  CHECK(messages[2].role == "assistant");
 }

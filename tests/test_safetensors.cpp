@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agents/model_config.h"
-#include "agents/safetensors.h"
+#include "agents/model/model_config.h"
+#include "agents/model/safetensors.h"
 
 using namespace turnrl::agents;
 

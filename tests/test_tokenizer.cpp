@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <utf8proc.h>
 
-#include "agents/tokenizer.h"
+#include "agents/model/tokenizer.h"
 #include "test_util.h"
 
 using turnrl::agents::Tokenizer;

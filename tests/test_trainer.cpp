@@ -9,10 +9,16 @@
 
 #include "trainer/advantages.h"
 #include "trainer/ppo_loss.h"
-#include "trainer/acting.h"
+#include "trainer/policy_agent.h"
+#include "trainer/ppo_update.h"
+#include "trainer/rollout/evaluation.h"
+#include "trainer/rollout/rollout.h"
+#include "trainer/run_folder.h"
+#include "agents/model/language_model.h"
+#include "agents/model/model_presets.h"
 #include "trainer/ppo_trainer.h"
 #include "envs/registry.h"
-#include "agents/tokenizer.h"
+#include "agents/model/tokenizer.h"
 #include "trainer/train_config.h"
 #include "test_util.h"
 
@@ -158,14 +164,47 @@ TEST_CASE("clipped policy loss, dual clip and the clipped value loss") {
   CHECK(value_loss(values, old_values, returns, vmask, weights, 0.5).item<double>() == doctest::Approx(1.0));
 }
 
-TEST_CASE("gradient clipping is applied") {
-  torch::nn::Linear layer(4, 4);
-  const torch::Tensor loss = (layer(torch::ones({2, 4})) * 1000).pow(2).sum();
-  loss.backward();
-  torch::nn::utils::clip_grad_norm_(layer->parameters(), 0.5);
-  double norm = 0;
-  for (const auto& p : layer->parameters()) norm += p.grad().pow(2).sum().item<double>();
-  CHECK(std::sqrt(norm) <= doctest::Approx(0.5).epsilon(1e-4));
+TEST_CASE("the trainer's update clips the actor's gradient norm") {
+  const std::string dir = "/tmp/turnrl_clip_test/model";
+  std::filesystem::remove_all("/tmp/turnrl_clip_test");
+  turnrl::agents::write_new_model("tiny", dir, 3, "");
+  for (const double max_norm : {1e-3, 1e6}) {
+    LearnerState learner;
+    learner.config.ppo.grad_clip = max_norm;
+    learner.config.ppo.epochs = 1;
+    learner.config.ppo.minibatch = 4;
+    learner.estimator = Estimator::kReinforcePlusPlus;  // no critic: the actor's update alone
+    learner.actor = turnrl::agents::load_qwen2(dir, false, torch::kCPU);
+    learner.critic = turnrl::agents::load_qwen2(dir, true, torch::kCPU);
+    learner.actor_optimizer = std::make_unique<torch::optim::AdamW>(learner.actor->parameters(), torch::optim::AdamWOptions(1e-3));
+    learner.critic_optimizer = std::make_unique<torch::optim::AdamW>(learner.critic->parameters(), torch::optim::AdamWOptions(1e-3));
+    RolloutBatch batch;
+    batch.n_env = 2;
+    batch.e_len = 2;
+    TrainingTargets targets;
+    for (int i = 0; i < 4; ++i) {
+      TurnRecord turn;
+      turn.prompt_ids = {5, 6, 7 + i};
+      turn.response_ids = {8, 9};
+      batch.turns.push_back(turn);
+      targets.old_logprobs.push_back({-5.0f, -5.0f});
+      targets.advantages.push_back({3.0f, -2.0f});
+      targets.old_values.emplace_back();
+      targets.returns.emplace_back();
+    }
+    const nlohmann::json metrics = ppo_update(learner, batch, targets, true, batch.turns.size());
+    double norm = 0;
+    for (const auto& p : learner.actor->parameters()) {
+      if (p.grad().defined()) norm += p.grad().pow(2).sum().item<double>();
+    }
+    INFO("max_norm " << max_norm);
+    CHECK(metrics.at("grad_norm").get<double>() > 1e-2);  // the raw norm, before clipping
+    if (max_norm < 1) {
+      CHECK(std::sqrt(norm) <= doctest::Approx(max_norm).epsilon(1e-3));  // what the step used
+    } else {
+      CHECK(std::sqrt(norm) == doctest::Approx(metrics.at("grad_norm").get<double>()).epsilon(1e-3));  // untouched
+    }
+  }
 }
 
 namespace {
@@ -186,42 +225,47 @@ TEST_CASE("configs validate every key and name the file and line") {
     CHECK_NOTHROW(TrainConfig::load(entry.path().string()));
   }
   const std::string base = "model:\n  path: /tmp/x\n";
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("a.yaml", base + "env:\n  n_env: 4\n  e_lenn: 3\n")),
-                       doctest::Contains("a.yaml:5: unknown key 'env.e_lenn'"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("b.yaml", base + "env:\n  e_len: 0\n")),
-                       doctest::Contains("b.yaml:4: key 'env.e_len' must be positive"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("c.yaml", base + "ppo:\n  clip: lots\n")),
-                       doctest::Contains("key 'ppo.clip' has the wrong type"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("d.yaml", "model:\n  device: cpu\n")),
-                       doctest::Contains("'model.path' is required"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("e.yaml", base + "trainer:\n  x: 1\n")),
-                       doctest::Contains("unknown section 'trainer'"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("f.yaml", base + "env:\n  prompt_format: fancy\n")),
-                       doctest::Contains("prompt_format"), std::invalid_argument);
+  auto fails_with = [&](const std::string& name, const std::string& text, const std::string& message) {
+    INFO(name << ": " << message);
+    CHECK_THROWS_WITH_AS(TrainConfig::load(write_config(name, text)), doctest::Contains(message.c_str()), std::invalid_argument);
+  };
+  fails_with("a.yaml", base + "env:\n  n_env: 4\n  e_lenn: 3\n", "a.yaml:5: env.e_lenn: unknown key");
+  fails_with("b.yaml", base + "env:\n  e_len: 0\n", "b.yaml:4: env.e_len: must be > 0");
+  fails_with("c.yaml", base + "ppo:\n  clip: lots\n", "c.yaml:4: ppo.clip: has the wrong type");
+  fails_with("d.yaml", "model:\n  device: cpu\n", "model.path: is required");
+  fails_with("e.yaml", base + "trainer:\n  x: 1\n", "e.yaml:3: trainer: unknown key");
+  fails_with("f.yaml", base + "turn:\n  layout: fancy\n", "f.yaml:4: turn.layout: must be balrog, verlog or compact");
+  fails_with("f2.yaml", base + "turn:\n  history: -1\n", "f2.yaml:4: turn.history: must be >= 0");
+  fails_with("f3.yaml", base + "turn:\n  prompt_format: compact\n", "f3.yaml:4: turn.prompt_format: unknown key");
   CHECK_THROWS_AS(TrainConfig::load("/tmp/turnrl_configs/missing.yaml"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("h.yaml", base + "env:\n  id: babyai/gotoo\n")),
-                       doctest::Contains("h.yaml:4: key 'env.id' names an unknown environment 'babyai/gotoo'"),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("i.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 1\n")),
-                       doctest::Contains("i.yaml:5: key 'env.n_env' must be at least the number of tasks"),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("j.yaml", base + "env:\n  id: []\n")),
-                       doctest::Contains("key 'env.id' must not be an empty list"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("m.yaml", base + "ppo:\n  estimator: rloo\n")),
-                       doctest::Contains("m.yaml:4: key 'ppo.estimator' 'rloo' compares episodes of one start state"),
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("n.yaml", base + "env:\n  n_env: 6\n  group_size: 4\n")),
-                       doctest::Contains("n.yaml:5: key 'env.group_size' must divide env.n_env"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("o.yaml", base + "ppo:\n  estimator: a2c\n")),
-                       doctest::Contains("key 'ppo.estimator' must be gae, reinforce++"), std::invalid_argument);
+  fails_with("h.yaml", base + "env:\n  id: babyai/gotoo\n", "h.yaml:4: env.id: names an unknown environment 'babyai/gotoo'");
+  fails_with("i.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 1\n", "i.yaml:5: env.n_env: must be at least the number of tasks");
+  fails_with("j.yaml", base + "env:\n  id: []\n", "env.id: must not be an empty list");
+  fails_with("m.yaml", base + "ppo:\n  estimator: rloo\n", "m.yaml:4: ppo.estimator: 'rloo' compares episodes of one start state");
+  fails_with("n.yaml", base + "env:\n  n_env: 6\n  group_size: 4\n", "n.yaml:5: env.group_size: must divide env.n_env");
+  fails_with("o.yaml", base + "ppo:\n  estimator: a2c\n", "ppo.estimator: must be gae, reinforce++");
+  // Values that cannot be honoured are errors, not silent fixes.
+  fails_with("p.yaml", base + "env:\n  n_env: 4\n  e_len: 2\nppo:\n  minibatch: 9\n", "p.yaml:7: ppo.minibatch: must be at most the batch");
+  fails_with("q.yaml", base + "run:\n  seed: -3\n", "q.yaml:4: run.seed: must be >= 0, got -3");
+  fails_with("r.yaml", base + "run:\n  eval_seed: -1\n", "run.eval_seed: must be >= 0");
+  fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
+  fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
   const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
   CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
-  // The resolved config (saved beside checkpoints) loads back to the same tasks.
-  CHECK(TrainConfig::load(write_config("l.yaml", mix.to_yaml())).env.ids == mix.env.ids);
-  // A missing model folder without a preset is refused before any work starts.
-  auto result = turnrl::test::run_turnrl("train --config " + write_config("g.yaml", "model:\n  path: /tmp/no/such/model\n"));
-  CHECK(result.exit_code == 1);
-  CHECK(result.output.find("holds no model") != std::string::npos);
+  // The resolved config (saved beside checkpoints) loads back to the same tasks and turn settings.
+  const TrainConfig tiny = TrainConfig::load(std::string(TURNRL_SOURCE_DIR) + "/configs/babyai-tiny.yaml");
+  const TrainConfig reloaded = TrainConfig::load(write_config("l.yaml", tiny.to_yaml()));
+  CHECK(reloaded.to_yaml() == tiny.to_yaml());
+  CHECK(reloaded.turn.layout == TurnLayout::kCompact);
+  // A missing model folder without a preset is refused before any work starts, on stderr.
+  const std::string command = std::string(TURNRL_BINARY) + " train --config " + write_config("g.yaml", "model:\n  path: /tmp/no/such/model\n") +
+                              " >/tmp/turnrl_configs/out.txt 2>/tmp/turnrl_configs/err.txt";
+  CHECK(WEXITSTATUS(std::system(command.c_str())) == 1);
+  std::ifstream err("/tmp/turnrl_configs/err.txt"), out("/tmp/turnrl_configs/out.txt");
+  const std::string err_text((std::istreambuf_iterator<char>(err)), {}), out_text((std::istreambuf_iterator<char>(out)), {});
+  CHECK(err_text.find("holds no model") != std::string::npos);
+  CHECK(err_text.find('\n') == err_text.size() - 1);  // one line
+  CHECK(out_text.find("holds no model") == std::string::npos);
 }
 
 namespace {
@@ -300,17 +344,22 @@ TEST_CASE("a group estimator trains without the critic on groups sharing their s
   CHECK(train_lines == 2);
 }
 
-TEST_CASE("action tokens are the tokens after the last ACTION: marker") {
+TEST_CASE("action tokens: the tokenizer's text ends and the parser's offset agree on a real tokenizer") {
   const auto tokenizer = turnrl::agents::Tokenizer::load(turnrl::test::shared_path("tokenizers/qwen"));
-  const std::vector<int32_t> ids = tokenizer.encode("THINK: the key is ahead. ACTION: maybe\nACTION: go forward");
-  const int start = action_token_start(ids, tokenizer, false);
+  const std::string reply = "THINK: the key is ahead. ACTION: maybe\nACTION: go forward";
+  const std::vector<int32_t> ids = tokenizer.encode(reply);
+  std::vector<uint32_t> ends;
+  REQUIRE(tokenizer.decode(ids, &ends) == reply);
+  REQUIRE(ends.size() == ids.size());
+  const auto env = turnrl::envs::make_env("babyai/goto");
+  std::mt19937_64 rng(0);
+  const auto parsed = turnrl::envs::parse_reply(reply, *env, turnrl::envs::ReplyFormat::kActionTag, rng);
+  REQUIRE(parsed.has_marker);
+  const int start = action_token_start(ends, parsed.action_begin);
   REQUIRE(start > 0);
   REQUIRE(start < static_cast<int>(ids.size()));
-  const std::string before(tokenizer.decode({ids.begin(), ids.begin() + start}));
+  const std::string before = tokenizer.decode({ids.begin(), ids.begin() + start});
   CHECK(before.size() >= before.rfind("ACTION:") + 7);
   CHECK(before.find("go") == std::string::npos);
   CHECK(tokenizer.decode({ids.begin() + start, ids.end()}).find("go forward") != std::string::npos);
-  const std::vector<int32_t> no_marker = tokenizer.encode("no marker at all");
-  CHECK(action_token_start(no_marker, tokenizer, false) == static_cast<int>(no_marker.size()));
-  CHECK(action_token_start(ids, tokenizer, true) == 0);
 }

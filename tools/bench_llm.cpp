@@ -13,11 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agents/compute_threads.h"
-#include "agents/cpu_kernels.h"
-#include "agents/model_presets.h"
-#include "agents/qwen2_model.h"
-#include "agents/tokenizer.h"
+#include "agents/model/compute_threads.h"
+#include "agents/model/cpu_kernels.h"
+#include "agents/model/model_presets.h"
+#include "agents/model/qwen2_model.h"
+#include "agents/model/tokenizer.h"
 #include "tools/bench.h"
 #include "tools/cli.h"
 

@@ -9,13 +9,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "agents/compute_threads.h"
+#include "agents/model/compute_threads.h"
 #include "agents/llm_agent.h"
-#include "agents/model_presets.h"
+#include "agents/model/model_presets.h"
 #include "envs/registry.h"
 #include "tools/bench.h"
 #include "tools/cli.h"
-#include "trainer/rollout.h"
+#include "trainer/rollout/rollout.h"
 
 namespace turnrl::tools {
 namespace {
@@ -34,9 +34,9 @@ Measured measure(const std::shared_ptr<agents::LanguageModel>& model, const std:
   config.n_env = n_env;
   config.e_len = e_len;
   config.pipelined = pipelined;
-  config.history.layout = memory::PromptLayout::kVerlog;
-  config.history.max_turns = 1;
-  config.history.suffix = memory::verlog_format_instruction();
+  config.turn.layout = trainer::TurnLayout::kVerlog;
+  config.turn.history = 1;
+  config.turn.reply_format = envs::ReplyFormat::kActionTag;
   trainer::Rollout rollout([&](int) { return envs::make_env(env_id); }, agent, config);
   Measured measured;
   for (int c = 0; c < collections; ++c) {

@@ -19,9 +19,11 @@ struct Benchmark {
 
 const Benchmark kBenchmarks[] = {
     {"env", "single-thread env steps/s with text observations, resets included", bench_env},
-    {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
     {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
+#ifdef TURNRL_WITH_TORCH
+    {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
     {"rollout", "share of turn time outside the model; pipelined vs lock-step speedup", bench_rollout},
+#endif
 };
 
 void print_usage() {

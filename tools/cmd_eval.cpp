@@ -1,5 +1,7 @@
 // `turnrl eval --config FILE`: zero-shot sweeps over models x tasks x episodes with BALROG's
 // protocol; append-only per-episode JSONL (resumable), summary CSV/Markdown and an SVG plot.
+// `turnrl eval --run RUN --seeds START:COUNT --out DIR`: a training run's latest model, greedy,
+// with the run's own turn settings, through the trainer's evaluation code path.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,8 +15,13 @@
 #include "agents/http_agent.h"
 #include "agents/human_agent.h"
 #include "agents/llm_agent.h"
+#include "agents/model/compute_threads.h"
 #include "agents/random_agent.h"
 #include "envs/registry.h"
+#include "trainer/policy_agent.h"
+#include "trainer/rollout/evaluation.h"
+#include "trainer/run_folder.h"
+#include "trainer/train_config.h"
 #include "tools/cli.h"
 #include "tools/command.h"
 #include "tools/eval_config.h"
@@ -104,17 +111,78 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+/** START:COUNT with START >= 0 and COUNT > 0. */
+std::pair<uint64_t, int> parse_seed_range(const std::string& text) {
+  const size_t colon = text.find(':');
+  try {
+    if (colon == std::string::npos || text.find('-') != std::string::npos) throw std::invalid_argument(text);
+    size_t used = 0;
+    const uint64_t start = std::stoull(text.substr(0, colon), &used);
+    if (used != colon) throw std::invalid_argument(text);
+    const int count = std::stoi(text.substr(colon + 1), &used);
+    if (used != text.size() - colon - 1 || count <= 0) throw std::invalid_argument(text);
+    return {start, count};
+  } catch (const std::logic_error&) {
+    throw std::invalid_argument("--seeds must be START:COUNT (START >= 0, COUNT > 0), got '" + text + "'");
+  }
+}
+
+int evaluate_run(const std::string& run_dir, const std::string& seeds, const std::string& out_folder) {
+  const auto [first_seed, count] = parse_seed_range(seeds);
+  const trainer::TrainConfig config = trainer::TrainConfig::load(trainer::run_config_path(run_dir));
+  const std::string model_dir = trainer::latest_model(run_dir);
+  agents::set_compute_threads(config.model.threads);
+  std::unique_ptr<agents::Agent> agent =
+      trainer::make_policy_agent(agents::LanguageModel::load(model_dir, config.model.device), config, true);
+  const std::filesystem::path out_dir = out_folder;
+  std::filesystem::create_directories(out_dir);
+  spdlog::info("evaluating {} greedily on seeds {}..{} of {} task(s)", model_dir, first_seed, first_seed + count - 1, config.env.ids.size());
+  const size_t total = config.env.ids.size() * static_cast<size_t>(count);
+  std::ofstream episodes(out_dir / "episodes.jsonl", std::ios::trunc | std::ios::binary);
+  std::vector<EpisodeResult> results;
+  const trainer::EvaluationSpec spec{config.env.ids, config.env.options, config.turn, first_seed, count};
+  const std::vector<trainer::TaskScore> scores = trainer::evaluate(spec, *agent, [&](const trainer::EpisodeLog& log) {
+    const int episode = static_cast<int>(log.job.seed - first_seed);
+    episodes << episode_record("run", log, episode).dump() << "\n";
+    results.push_back({"run", family_of(log.job.env_id), log.job.env_id, log.progression});
+    if (results.size() % 10 == 0 || results.size() == total) spdlog::info("[{}/{}] episodes done", results.size(), total);
+  });
+  if (!episodes.flush()) throw std::runtime_error("write error on " + (out_dir / "episodes.jsonl").string());
+  nlohmann::json summary = trainer::scores_json(scores);
+  summary["model"] = model_dir;
+  summary["seeds"] = {{"start", first_seed}, {"count", count}};
+  write_file(out_dir / "summary.json", summary.dump(2) + "\n");
+  const std::vector<SummaryRow> rows = summarize(results);
+  write_file(out_dir / "summary.csv", summary_csv(rows));
+  write_file(out_dir / "summary.md", summary_markdown(rows));
+  write_file(out_dir / "summary.svg", summary_svg(rows));
+  for (const trainer::TaskScore& score : scores) {
+    std::printf("%-28s %4d episodes  success %.3f  progression %.3f\n", score.task.c_str(), score.episodes, score.success,
+                score.progression);
+  }
+  spdlog::info("wrote {}/summary.json", out_dir.string());
+  return 0;
+}
+
 }  // namespace
 
 int run_eval(int argc, char** argv) {
-  CLI::App app{"Zero-shot evaluation sweep (BALROG protocol): models x tasks x episodes.\n"
-               "Writes <output_dir>/episodes.jsonl, summary.csv, summary.md and summary.svg;\n"
-               "rerunning resumes and skips finished (model, task, episode) entries.",
+  CLI::App app{"Evaluation. With --config: a zero-shot sweep (BALROG protocol), models x tasks x episodes,\n"
+               "writing <output_dir>/episodes.jsonl, summary.csv, summary.md and summary.svg (rerunning resumes).\n"
+               "With --run: a training run's latest model, greedy, with the run's own turn settings, on\n"
+               "COUNT seeds from START per task; writes DIR/summary.json beside the usual summary files.",
                "turnrl eval"};
-  std::string config_path;
-  app.add_option("--config", config_path, "sweep YAML (see configs/eval-*.yaml)")->required()->check(CLI::ExistingFile);
+  std::string config_path, run_dir, seeds, run_out;
+  auto* config_option = app.add_option("--config", config_path, "sweep YAML (see configs/eval-*.yaml)")->check(CLI::ExistingFile);
+  auto* run_option = app.add_option("--run", run_dir, "a training run's folder (run.out)")->check(CLI::ExistingDirectory)->excludes(config_option);
+  app.add_option("--seeds", seeds, "START:COUNT seeds per task (with --run)")->needs(run_option);
+  app.add_option("--out", run_out, "output folder (with --run)")->needs(run_option);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
-
+  if (!run_dir.empty()) {
+    if (seeds.empty() || run_out.empty()) throw std::invalid_argument("eval --run needs --seeds START:COUNT and --out DIR");
+    return evaluate_run(run_dir, seeds, run_out);
+  }
+  if (config_path.empty()) throw std::invalid_argument("eval needs --config FILE or --run RUN (see turnrl eval --help)");
   const EvalConfig config = load_eval_config(config_path);
   const std::filesystem::path out_dir = config.output_dir;
   std::filesystem::create_directories(out_dir);

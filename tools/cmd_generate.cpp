@@ -2,7 +2,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "agents/language_model.h"
+#include "agents/model/language_model.h"
 #include "tools/cli.h"
 #include "tools/command.h"
 

@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "agents/model_presets.h"
+#include "agents/model/model_presets.h"
 #include "tools/cli.h"
 #include "tools/command.h"
 

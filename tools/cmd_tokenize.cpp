@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agents/tokenizer.h"
+#include "agents/model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/command.h"
 

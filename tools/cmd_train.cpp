@@ -1,3 +1,6 @@
+#include <atomic>
+#include <csignal>
+
 #include <spdlog/spdlog.h>
 
 #include "tools/cli.h"
@@ -5,14 +8,28 @@
 #include "trainer/ppo_trainer.h"
 
 namespace turnrl::tools {
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+/** The first SIGINT/SIGTERM asks the loop to finish its iteration and save; a second one kills. */
+extern "C" void request_stop(int signal_number) {
+  stop_requested.store(true);
+  std::signal(signal_number, SIG_DFL);
+}
+
+}  // namespace
 
 int run_train(int argc, char** argv) {
-  CLI::App app{"Train an LLM policy with turn-level PPO (see configs/*.yaml)", "turnrl train"};
+  CLI::App app{"Train an LLM policy with turn-level PPO (see configs/*.yaml). The run always saves its final\n"
+               "state when it stops (iterations done, --minutes reached, SIGINT/SIGTERM): RUN/checkpoint\n"
+               "to resume from and RUN/model, a Hugging Face folder that generate, eval and play take.",
+               "turnrl train"};
   std::string config_path, resume, out;
   int iterations = 0;
   double minutes = -1;
   app.add_option("--config", config_path, "YAML config")->required()->check(CLI::ExistingFile);
-  app.add_option("--resume", resume, "continue from a checkpoint directory (RUN/checkpoint)")->check(CLI::ExistingDirectory);
+  app.add_option("--resume", resume, "continue a run (RUN or RUN/checkpoint)")->check(CLI::ExistingDirectory);
   app.add_option("--out", out, "override run.out");
   app.add_option("--iterations", iterations, "override run.iterations")->check(CLI::PositiveNumber);
   app.add_option("--minutes", minutes, "override run.minutes (0 = no limit)")->check(CLI::NonNegativeNumber);
@@ -22,7 +39,9 @@ int run_train(int argc, char** argv) {
   if (iterations > 0) config.run.iterations = iterations;
   if (minutes >= 0) config.run.minutes = minutes;
   trainer::PpoTrainer trainer(config, resume);
-  trainer.train();
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+  trainer.train(&stop_requested);
   return 0;
 }
 

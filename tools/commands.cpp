@@ -4,15 +4,19 @@ namespace turnrl::tools {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
+#ifdef TURNRL_WITH_TORCH
       {"train", "train a policy with turn-level PPO from a YAML config", run_train},
-      {"play", "play an environment by hand, seeing exactly what an LLM sees", run_play},
+#endif
+      {"play", "play an environment by hand (or step through a model), seeing exactly what the model sees", run_play},
       {"replay", "replay golden trajectories and compare every recorded field", run_replay},
       {"bench", "benchmarks (env stepping, ...)", run_bench},
-      {"envs", "list the registered environment ids", run_envs},
+      {"envs", "list the registered environment ids, their actions and options", run_envs},
       {"tokenize", "encode or decode JSON Lines with a Hugging Face tokenizer", run_tokenize},
+#ifdef TURNRL_WITH_TORCH
       {"new-model", "write a randomly initialised model folder from a preset", run_new_model},
-      {"eval", "zero-shot evaluation sweep: models x tasks x episodes (BALROG protocol)", run_eval},
+      {"eval", "evaluation: zero-shot sweeps (BALROG protocol) or a training run's model (--run)", run_eval},
       {"generate", "generate a reply with a model folder (a quick check)", run_generate},
+#endif
   };
   return all;
 }

@@ -1,6 +1,6 @@
 #pragma once
-// `turnrl eval` sweep configuration (YAML). Every key is validated: an unknown key, a wrong type
-// or a bad value is an error naming the key and the file.
+// `turnrl eval` sweep configuration (YAML), read through the one config reader: every key is
+// validated (`file:line: key: problem`); the `turn:` section is the same as in training configs.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainer/episode_runner.h"
+#include "trainer/rollout/episode_runner.h"
 
 namespace turnrl::tools {
 
@@ -24,7 +24,8 @@ struct EvalModel {
   std::string path, device = "cpu";
   // sampling (http and llm)
   double temperature = 1.0;
-  int max_new_tokens = 64;
+  /** Reply length limit; BALROG's 8192 for http unless set, 64 for local models. */
+  int max_new_tokens = 0;
 };
 
 struct EvalConfig {

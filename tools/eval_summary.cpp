@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <set>
 
-#include "tools/svg_plot.h"
+#include "trainer/svg_chart.h"
 
 namespace turnrl::tools {
 namespace {
@@ -87,9 +87,9 @@ std::string summary_svg(const std::vector<SummaryRow>& rows) {
     if (r.env == "all") models.push_back(r.model);
     else if (r.task == "all") env_names.insert(r.env);
   }
-  std::vector<BarGroup> groups;
+  std::vector<trainer::BarGroup> groups;
   for (const auto& env : env_names) {
-    BarGroup group{env, {}, {}};
+    trainer::BarGroup group{env, {}, {}};
     for (const auto& model : models) {
       double value = 0.0, error = 0.0;
       for (const auto& r : rows) {
@@ -100,14 +100,14 @@ std::string summary_svg(const std::vector<SummaryRow>& rows) {
     }
     groups.push_back(std::move(group));
   }
-  BarGroup overall{"overall", {}, {}};
+  trainer::BarGroup overall{"overall", {}, {}};
   for (const auto& model : models) {
     for (const auto& r : rows) {
       if (r.model == model && r.env == "all") overall.values.push_back(r.mean), overall.errors.push_back(r.standard_error);
     }
   }
   groups.push_back(std::move(overall));
-  return svg_bar_chart("BALROG progression (mean ± SE)", "progression %", 100.0, models, groups);
+  return trainer::svg_bar_chart("BALROG progression (mean ± SE)", "progression %", 100.0, models, groups);
 }
 
 }  // namespace turnrl::tools

@@ -6,6 +6,9 @@
 #include <string>
 
 #include "tools/cli.h"
+#ifdef TURNRL_WITH_TORCH
+#include <c10/util/Exception.h>
+#endif
 #include "tools/command.h"
 
 namespace {
@@ -34,8 +37,15 @@ int main(int argc, char** argv) {
     if (command.name != name) continue;
     try {
       return command.run(argc - 1, argv + 1);
+#ifdef TURNRL_WITH_TORCH
+    } catch (const c10::Error& e) {
+      // libtorch's what() carries a C++ backtrace; one line is what a user needs.
+      const std::string message = e.what_without_backtrace();
+      std::fprintf(stderr, "turnrl %s: error: %s\n", name.c_str(), message.substr(0, message.find('\n')).c_str());
+      return turnrl::tools::kExitFailure;
+#endif
     } catch (const std::exception& e) {
-      spdlog::error("{}", e.what());
+      std::fprintf(stderr, "turnrl %s: error: %s\n", name.c_str(), e.what());
       return turnrl::tools::kExitFailure;
     }
   }

@@ -1,12 +1,13 @@
 #pragma once
-// Checkpoints written atomically: a complete directory appears under its final name or not at all.
+// Checkpoints: actor/ and critic/ (complete Hugging Face folders), both optimisers, the rollout's
+// state, the RNG and step counters, the resolved config. Written through a folder swap
+// (trainer/run_folder.h), so a complete checkpoint exists at every instant.
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
-#include "agents/qwen2_model.h"
+#include "trainer/learner_state.h"
 #include "trainer/learning_curve.h"
 
 namespace turnrl::trainer {
@@ -15,17 +16,17 @@ struct CheckpointState {
   int iteration = 0;
   double elapsed_seconds = 0.0;
   nlohmann::json rollout;        // Rollout::state(): episodes begun and in flight
-  std::string shuffle_rng;       // std::mt19937_64 state as text
   std::vector<EvalPoint> curve;  // evaluations so far
 };
 
-/** Writes actor/, critic/ (HF folders), both optimisers, state.json and config.yaml to `dir`. */
-void save_checkpoint(const std::string& dir, agents::Qwen2Model& actor, agents::Qwen2Model& critic,
-                     torch::optim::Optimizer& actor_optimizer, torch::optim::Optimizer& critic_optimizer,
-                     const CheckpointState& state, const std::string& config_yaml);
+/** `tokenizer_dir`: the model folder whose tokenizer files the saved models carry. */
+void save_checkpoint(const std::string& dir, LearnerState& learner, const CheckpointState& state, const std::string& config_yaml,
+                     const std::string& tokenizer_dir);
 
-/** Restores the optimisers and returns the state; models are loaded from dir/actor and dir/critic. */
-CheckpointState load_checkpoint(const std::string& dir, torch::optim::Optimizer& actor_optimizer,
-                                torch::optim::Optimizer& critic_optimizer);
+/** Restores the optimisers and the shuffle stream; returns the rest. Models load from dir/actor and dir/critic. */
+CheckpointState load_checkpoint(const std::string& dir, LearnerState& learner);
+
+/** Writes the actor as a Hugging Face folder at `dir` (swapped in whole). */
+void save_model(const std::string& dir, LearnerState& learner, const std::string& tokenizer_dir);
 
 }  // namespace turnrl::trainer

@@ -1,6 +1,8 @@
 #pragma once
 // Turn-level PPO with a separate critic, critic warm-up, KL-in-reward against a frozen reference
-// and dual-discount GAE: the order of operations of Verlog (../shared/spec/verlog.md 5-8).
+// and dual-discount GAE: the order of operations of Verlog (../shared/spec/verlog.md 5-8). This
+// file is the loop; targets, the update and evaluation live in their own files.
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -10,11 +12,12 @@ namespace turnrl::trainer {
 
 class PpoTrainer {
  public:
-  /** Loads (or creates from the preset) the models; `resume_dir` continues a checkpoint. */
-  PpoTrainer(TrainConfig config, const std::string& resume_dir);
+  /** Loads (or creates from the preset) the models; `resume` (RUN or RUN/checkpoint) continues a run. */
+  PpoTrainer(TrainConfig config, const std::string& resume);
   ~PpoTrainer();
-  /** Runs to the configured iterations or minutes; writes metrics, curve and checkpoints to run.out. */
-  void train();
+  /** Runs to the configured iterations or minutes, or until `*stop_requested` (the iteration in
+   *  flight finishes first); then always saves a checkpoint and the final model (RUN/model). */
+  void train(const std::atomic<bool>* stop_requested = nullptr);
 
   struct Impl;
 

@@ -1,11 +1,14 @@
 #pragma once
-// The training configuration: every key of the YAML file validated (unknown key, wrong type,
-// bad value -> std::invalid_argument naming the file, line and key) before any work starts.
+// The training configuration: every key of the YAML file validated through the one config reader
+// (`file:line: key: problem`) before any work starts. Torch-free: play and eval read a run's
+// config.yaml for its turn settings.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "trainer/rollout/turn_settings.h"
 
 namespace turnrl::trainer {
 
@@ -25,14 +28,9 @@ struct TrainConfig {
     /** Slots per group of episodes sharing a start state (their k-th episodes share the seed);
      *  the group estimators (grpo, token_grpo, rloo) need at least 2. Divides n_env. */
     int group_size = 1;
-    int history = 0;
-    std::string prompt_format = "compact";  // balrog | verlog | compact
-    std::string reply_format = "action-tag";  // action-tag | balrog
-    double invalid_penalty = -0.1;
-    std::string history_entry = "executed";  // raw | executed
-    bool binary_reward = true;
-    int prompt_budget = 1024;
   } env;
+  /** The turn pipeline's settings (`turn:`), shared with eval and play. */
+  TurnSettings turn;
   struct Sampling {
     double temperature = 1.0;
     double top_p = 1.0;

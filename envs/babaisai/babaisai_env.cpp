@@ -53,7 +53,7 @@ StepResult BabaIsAIEnv::step(int action) {
   return result;
 }
 
-const std::vector<ActionSpec>& BabaIsAIEnv::actions() const {
+const std::vector<ActionSpec>& BabaIsAIEnv::action_list() {
   static const std::vector<ActionSpec> kActions = {
       {"idle", "wait for one step"},
       {"up", "take one step up"},

@@ -22,7 +22,9 @@ class BabaIsAIEnv final : public Env {
   /** BALROG seeds numpy's global generator with the episode seed, which must fit 32 bits. */
   void reset(uint64_t seed) override;
   StepResult step(int action) override;
-  const std::vector<ActionSpec>& actions() const override;
+  const std::vector<ActionSpec>& actions() const override { return action_list(); }
+  /** The family's actions, known without building an env. */
+  static const std::vector<ActionSpec>& action_list();
   int default_action() const override { return kIdle; }
   const ActionTextRules& text_rules() const override;
   int max_steps() const override { return max_steps_; }

@@ -22,8 +22,13 @@ const LevelId* find_level(std::string_view name) {
   return nullptr;
 }
 
+const std::vector<IntOption>& options_accepted() {
+  static const std::vector<IntOption> options = {{"max_steps", 100, 1, 1000000, "turn limit of an episode"}};
+  return options;
+}
+
 std::unique_ptr<Env> make(const std::string& id, const nlohmann::json& options) {
-  const int max_steps = read_int_options(id, options, {{"max_steps", 100, 1, 1000000}})[0];
+  const int max_steps = read_int_options(id, options, options_accepted())[0];
   const LevelId* level = id.starts_with(kIdPrefix) ? find_level(std::string_view(id).substr(kIdPrefix.size())) : nullptr;
   if (!level) throw std::invalid_argument("unknown babaisai env id '" + id + "'");
   return std::make_unique<BabaIsAIEnv>(id, level->config, max_steps);
@@ -187,6 +192,8 @@ EnvFamily babaisai_family() {
   EnvFamily family;
   family.name = "babaisai";
   for (const LevelId& level : balrog_levels()) family.ids.push_back(std::string(kIdPrefix) + level.name);
+  family.actions = BabaIsAIEnv::action_list();
+  family.options = describe(options_accepted());
   family.make = make;
   family.replayer = make_replayer;
   return family;

@@ -39,7 +39,7 @@ StepResult BabyAIEnv::step(int action) {
   return result;
 }
 
-const std::vector<ActionSpec>& BabyAIEnv::actions() const {
+const std::vector<ActionSpec>& BabyAIEnv::action_list() {
   static const std::vector<ActionSpec> kActions = {
       {"turn left", "turn to the left"},
       {"turn right", "turn to the right"},

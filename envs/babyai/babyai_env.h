@@ -18,7 +18,9 @@ class BabyAIEnv final : public Env {
   const std::string& id() const override { return id_; }
   void reset(uint64_t seed) override;
   StepResult step(int action) override;
-  const std::vector<ActionSpec>& actions() const override;
+  const std::vector<ActionSpec>& actions() const override { return action_list(); }
+  /** The family's actions, known without building an env. */
+  static const std::vector<ActionSpec>& action_list();
   int default_action() const override { return kForward; }
   const ActionTextRules& text_rules() const override;
   int max_steps() const override { return level_.world.max_steps; }

@@ -10,6 +10,8 @@
 #include "envs/crafter/worldgen.h"
 
 namespace turnrl::envs::crafter {
+
+const std::vector<ActionSpec>& CrafterEnv::actions() const { return balrog_actions(); }
 namespace {
 
 constexpr int64_t kWorldSeedModulus = (int64_t{1} << 31) - 1;
@@ -208,7 +210,6 @@ void CrafterEnv::balance_chunk(int chunk_index) {
   }
 }
 
-const std::vector<ActionSpec>& CrafterEnv::actions() const { return balrog_actions(); }
 
 const ActionTextRules& CrafterEnv::text_rules() const {
   static const ActionTextRules kRules = [] {

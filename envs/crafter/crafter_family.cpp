@@ -4,8 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "envs/action_parser.h"
+#include "envs/reply_parser.h"
 #include "envs/common/sha256.h"
+#include "envs/crafter/balrog_text.h"
 #include "envs/crafter/crafter_env.h"
 #include "envs/golden.h"
 
@@ -207,6 +208,12 @@ EnvFamily crafter_family() {
   EnvFamily family;
   family.name = "crafter";
   family.ids = {kPlainId, kBalrogId};
+  family.actions = balrog_actions();
+  family.options = {{"area", "[64, 64]", "world size [width, height] (each >= 16)"},
+                    {"view", "[9, 9]", "local view [width, height] (each >= 3)"},
+                    {"size", "[64, 64] ([256, 256] for crafter/balrog)", "image size [width, height]"},
+                    {"length", "10000", "turn limit of an episode (0: unlimited)"}};
+  family.verlog_history_entry = HistoryEntry::kReplyWithExecuted;
   family.make = make;
   family.replayer = make_replayer;
   return family;

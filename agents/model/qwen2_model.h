@@ -1,0 +1,150 @@
+#pragma once
+// The Qwen2 decoder in libtorch, with Hugging Face parameter names, an optional scalar value head
+// (the critic), and a KV cache. Include only where tensors are needed (agents, trainer).
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "agents/model/model_config.h"
+#include "agents/model/safetensors.h"
+
+namespace turnrl::agents {
+
+/** Keys and values per layer, [batch, kv_heads, cached_tokens, head_dim]. */
+struct KVCache {
+  std::vector<torch::Tensor> keys;
+  std::vector<torch::Tensor> values;
+  int64_t length() const { return keys.empty() ? 0 : keys.front().size(2); }
+};
+
+/** Which keys each query sees: causal over cache indices, real tokens only. */
+struct AttentionMask {
+  torch::Tensor key_mask;  // [B, cached + L] bool, true for real tokens: what the fused CPU kernels read
+  torch::Tensor additive;  // [B * heads, L, cached + L], 0 or lowest: the torch path; undefined when fused
+};
+
+/**
+ * Weights (and biases) of projections that read the same input, stacked so that one matrix
+ * product computes them all. Rebuilt when a part changes (its version counter moves: a loaded
+ * checkpoint, an optimiser step), so a frozen model stacks once.
+ */
+class StackedProjections {
+ public:
+  /** [sum of outputs, input] weight and the stacked bias (undefined when the parts have none). */
+  std::pair<torch::Tensor, torch::Tensor> get(const std::vector<torch::nn::Linear>& parts);
+
+ private:
+  std::mutex mutex_;
+  std::vector<int64_t> versions_;
+  torch::Tensor weight_, bias_;
+};
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class Qwen2AttentionImpl : public torch::nn::Module {
+ public:
+  explicit Qwen2AttentionImpl(const ModelConfig& config);
+  /** residual + attention(x): the sum comes out of the output projection's product (BLAS beta = 1). */
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
+                        const torch::Tensor& sin, const AttentionMask& mask, KVCache* cache, size_t layer);
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+  std::shared_ptr<StackedProjections> qkv_ = std::make_shared<StackedProjections>();
+};
+TORCH_MODULE(Qwen2Attention);
+
+class Qwen2MLPImpl : public torch::nn::Module {
+ public:
+  explicit Qwen2MLPImpl(const ModelConfig& config);
+  /** residual + mlp(x), the sum likewise out of the down projection's product. */
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual);
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+
+ private:
+  std::shared_ptr<StackedProjections> gate_up_ = std::make_shared<StackedProjections>();
+};
+TORCH_MODULE(Qwen2MLP);
+
+class Qwen2DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit Qwen2DecoderLayerImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const AttentionMask& mask, KVCache* cache, size_t layer);
+  Qwen2Attention self_attn{nullptr};
+  Qwen2MLP mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(Qwen2DecoderLayer);
+
+/** The trunk: HF's `model.*` (embeddings, layers, final norm). */
+class Qwen2TrunkImpl : public torch::nn::Module {
+ public:
+  explicit Qwen2TrunkImpl(const ModelConfig& config);
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers;
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(Qwen2Trunk);
+
+/**
+ * Qwen2ForCausalLM (and, with `value_head`, a critic with a scalar head on the same trunk).
+ * Parameter names equal the Hugging Face state_dict names.
+ */
+class Qwen2ModelImpl : public torch::nn::Module {
+ public:
+  Qwen2ModelImpl(const ModelConfig& config, bool value_head);
+
+  /**
+   * ids, positions: [B, L] int64. key_mask: [B, cached + L] bool, true for real tokens.
+   * Appends this step's keys/values to `cache` when given. Returns the final-norm hidden states [B, L, H].
+   */
+  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& key_mask,
+                        KVCache* cache = nullptr);
+  /** Float32 logits [B, L, V] (tied models use the embedding matrix). */
+  torch::Tensor logits(const torch::Tensor& hidden);
+  /** Per-token values [B, L]; requires the value head. */
+  torch::Tensor values(const torch::Tensor& hidden);
+
+  const ModelConfig& config() const { return config_; }
+  bool has_value_head() const { return !value_head.is_empty(); }
+
+  /** Copies weights from a file set; throws naming the file and tensor on a missing or misshapen one.
+   *  A missing value head is initialised (a critic made from a policy folder). */
+  void load_weights(const std::vector<const SafetensorsFile*>& files);
+  /** Current weights as float32 tensors named as in Hugging Face folders. */
+  std::vector<TensorToWrite> weights_to_write() const;
+
+  Qwen2Trunk model{nullptr};
+  torch::nn::Linear lm_head{nullptr};
+  torch::nn::Linear value_head{nullptr};
+
+ private:
+  ModelConfig config_;
+  torch::Tensor cos_table_, sin_table_;  // [max_positions, head_dim], float32
+};
+TORCH_MODULE(Qwen2Model);
+
+/** Loads `dir` (config.json, model.safetensors or an index of shards) onto `device`. */
+Qwen2Model load_qwen2(const std::string& dir, bool value_head, const torch::Device& device);
+/** Writes config.json and model.safetensors; with `tokenizer_dir`, also its tokenizer and
+ *  generation config, so `dir` is a complete Hugging Face folder every command takes. */
+void save_qwen2(Qwen2Model& model, const std::string& dir, const std::string& tokenizer_dir = "");
+
+/** Log-probabilities of `targets` [B, L] under `logits` [B, L, V] (keeps autograd). */
+torch::Tensor token_logprobs(const torch::Tensor& logits, const torch::Tensor& targets);
+
+}  // namespace turnrl::agents

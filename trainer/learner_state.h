@@ -1,0 +1,32 @@
+#pragma once
+// What the PPO learner owns: the actor, the critic, the frozen reference policy, their optimisers,
+// and the shuffle stream of the mini-batches. Targets (trainer/targets.*) and the update
+// (trainer/ppo_update.*) read and change it; checkpoints save it.
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "agents/model/qwen2_model.h"
+#include "trainer/advantages.h"
+#include "trainer/train_config.h"
+
+namespace turnrl::trainer {
+
+struct LearnerState {
+  TrainConfig config;
+  torch::Device device{torch::kCPU};
+  agents::Qwen2Model actor{nullptr}, critic{nullptr}, reference{nullptr};
+  std::unique_ptr<torch::optim::AdamW> actor_optimizer, critic_optimizer;
+  Estimator estimator = Estimator::kGae;
+  /** The restricted vocabulary of the policy (empty: all tokens), in sampling and scoring alike. */
+  std::vector<int32_t> allowed_tokens;
+  int32_t pad_id = 0;
+  std::mt19937_64 shuffle_rng;
+
+  bool uses_critic() const { return estimator == Estimator::kGae; }
+};
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,25 @@
+#pragma once
+// The PPO update: epochs of shuffled mini-batches, the clipped policy loss with entropy bonus
+// (actor), the clipped value loss with the first-token weight (critic), gradient clipping.
+#include <cstddef>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainer/learner_state.h"
+#include "trainer/rollout/rollout_buffer.h"
+#include "trainer/targets.h"
+
+namespace turnrl::trainer {
+
+/** Runs `config.ppo.epochs` over at most `max_rows` shuffled turns; the actor moves only when
+ *  `train_actor` (critic warm-up). Returns the mean losses and diagnostics. */
+nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, const TrainingTargets& targets, bool train_actor,
+                          size_t max_rows);
+
+/** One optimiser step on `loss` with the gradient norm clipped to `max_norm`; returns the norm
+ *  before clipping. */
+double clipped_step(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters, const torch::Tensor& loss,
+                    double max_norm);
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,158 @@
+#include "trainer/rollout/rollout.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "trainer/rollout/batch_scheduler.h"
+
+namespace turnrl::trainer {
+namespace {
+
+uint64_t mix(uint64_t a, uint64_t b) {
+  std::seed_seq sequence{static_cast<uint32_t>(a), static_cast<uint32_t>(a >> 32), static_cast<uint32_t>(b),
+                         static_cast<uint32_t>(b >> 32)};
+  uint32_t out[2];
+  sequence.generate(out, out + 2);
+  return (static_cast<uint64_t>(out[0]) << 32) | out[1];
+}
+
+}  // namespace
+
+int action_token_start(const std::vector<uint32_t>& token_text_ends, size_t action_begin) {
+  const auto first = std::upper_bound(token_text_ends.begin(), token_text_ends.end(), action_begin);
+  return static_cast<int>(first - token_text_ends.begin());
+}
+
+Rollout::Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig config)
+    : agent_(agent), config_(std::move(config)), count_(agent.token_counter()) {
+  if (config_.n_env <= 0) throw std::invalid_argument("rollout: n_env must be > 0, got " + std::to_string(config_.n_env));
+  if (config_.e_len <= 0) throw std::invalid_argument("rollout: e_len must be > 0, got " + std::to_string(config_.e_len));
+  if (config_.group_size <= 0 || config_.n_env % config_.group_size != 0) {
+    throw std::invalid_argument("rollout: group_size " + std::to_string(config_.group_size) + " must divide n_env " +
+                                std::to_string(config_.n_env));
+  }
+  for (int i = 0; i < config_.n_env; ++i) {
+    Slot slot;
+    slot.env = std::make_unique<EnvSlot>(make_env(i), config_.turn, mix(config_.seed, i), agent_.max_prompt_tokens());
+    slots_.push_back(std::move(slot));
+  }
+  for (int i = 0; i < config_.n_env; ++i) begin_episode(i);
+}
+
+void Rollout::begin_episode(int index) {
+  Slot& slot = slots_[index];
+  slot.episode_id = static_cast<uint64_t>(index) + static_cast<uint64_t>(config_.n_env) * slot.episodes_begun++;
+  slot.episode_rows.clear();
+  slot.env->begin_episode(episode_seed(index, slot.episodes_begun - 1));
+}
+
+uint64_t Rollout::episode_seed(size_t slot, uint64_t k) const {
+  const uint64_t group = config_.group_size;
+  return config_.first_episode_seed + slot / group + static_cast<uint64_t>(config_.n_env) / group * k;
+}
+
+nlohmann::json Rollout::state() const {
+  nlohmann::json slots = nlohmann::json::array();
+  for (const Slot& slot : slots_) {
+    slots.push_back({{"episodes_begun", slot.episodes_begun}, {"replies", slot.env->episode_replies()}});
+  }
+  return {{"slots", slots}};
+}
+
+void Rollout::restore(const nlohmann::json& state) {
+  if (!state.is_object() || !state.contains("slots") || state["slots"].size() != slots_.size()) {
+    throw std::invalid_argument("rollout state: expected " + std::to_string(slots_.size()) +
+                                " slots (was it saved with another n_env?)");
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const nlohmann::json& saved = state["slots"][i];
+    Slot& slot = slots_[i];
+    slot.episodes_begun = saved.at("episodes_begun").get<uint64_t>();
+    if (slot.episodes_begun == 0) throw std::invalid_argument("rollout state: slot " + std::to_string(i) + " began no episode");
+    slot.episode_id = i + static_cast<uint64_t>(config_.n_env) * (slot.episodes_begun - 1);
+    slot.episode_rows.clear();
+    slot.env->replay(episode_seed(i, slot.episodes_begun - 1), saved.at("replies").get<std::vector<std::string>>());
+  }
+}
+
+agents::AgentPrompt Rollout::prompt_of(int index, std::vector<memory::ChatMessage> messages) const {
+  const Slot& slot = slots_[index];
+  agents::AgentPrompt prompt;
+  prompt.messages = std::move(messages);
+  prompt.actions = &slot.env->env().actions();
+  prompt.seed = mix(config_.seed ^ slot.episode_id, static_cast<uint64_t>(slot.env->turn()) + 0x5bd1e995ULL);
+  return prompt;
+}
+
+RolloutBatch Rollout::collect(int e_len) {
+  if (e_len < 0) throw std::invalid_argument("rollout: e_len must be > 0, got " + std::to_string(e_len));
+  if (e_len == 0) e_len = config_.e_len;
+  const auto start = std::chrono::steady_clock::now();
+  const int n = config_.n_env;
+  RolloutBatch batch;
+  batch.n_env = n;
+  batch.e_len = e_len;
+  batch.turns.resize(static_cast<size_t>(n) * e_len);
+  batch.bootstrap.resize(n);
+  const size_t batch_size = config_.batch_size > 0 ? config_.batch_size
+                            : config_.pipelined      ? static_cast<size_t>((n + 1) / 2)
+                                                     : static_cast<size_t>(n);
+  BatchScheduler scheduler(agent_, batch_size, config_.pipelined);
+  std::vector<int> turns_done(n, 0);
+  for (Slot& slot : slots_) slot.episode_rows.clear();  // rows of the previous collection
+  for (int i = 0; i < n; ++i) scheduler.submit(i, prompt_of(i, slots_[i].env->prompt(count_)));
+
+  while (!scheduler.idle()) {
+    for (auto& [index, reply] : scheduler.next_replies()) {
+      Slot& slot = slots_[index];
+      const int t = turns_done[index]++;
+      const size_t row = static_cast<size_t>(t) * n + index;
+      TurnRecord& record = batch.turns[row];
+      record.slot = static_cast<int>(index);
+      record.episode_id = slot.episode_id;
+      record.turn_index = slot.env->turn();
+      record.episode_seed = slot.env->episode_seed();
+      const TurnOutcome outcome = slot.env->apply(reply.text);
+      record.prompt_ids = std::move(reply.prompt_ids);
+      record.response_ids = std::move(reply.response_ids);
+      record.logprobs = std::move(reply.logprobs);
+      record.response_truncated = reply.truncated;
+      record.action_token_start = action_token_start(reply.token_text_ends, outcome.action_begin);
+      record.reply = std::move(reply.text);
+      record.action = outcome.action;
+      record.valid_action = outcome.valid;
+      record.reward = outcome.reward;
+      record.terminated = outcome.terminated;
+      record.truncated = outcome.truncated;
+      slot.episode_rows.push_back(row);
+      if (outcome.done()) {
+        const EnvSlot& env = *slot.env;
+        batch.finished_episodes.push_back({static_cast<int>(index), slot.episode_id, env.episode_seed(), env.turn(),
+                                           env.episode_return(), env.env().progression(), outcome.terminated,
+                                           outcome.truncated});
+        if (config_.normalize_reward_by_length) {
+          for (size_t r : slot.episode_rows) batch.turns[r].reward /= env.turn();
+        }
+        begin_episode(static_cast<int>(index));
+      }
+      if (turns_done[index] < e_len) {
+        scheduler.submit(index, prompt_of(static_cast<int>(index), slot.env->prompt(count_)));
+      } else if (!outcome.done()) {
+        BootstrapPrompt bootstrap;
+        bootstrap.episode_id = slot.episode_id;
+        bootstrap.messages = slot.env->prompt(count_);
+        bootstrap.prompt_ids = agent_.encode_prompt(bootstrap.messages);
+        batch.bootstrap[index] = std::move(bootstrap);
+      }
+    }
+  }
+  batch.agent_seconds = scheduler.stats().agent_seconds;
+  batch.agent_batches = scheduler.stats().batches;
+  batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return batch;
+}
+
+}  // namespace turnrl::trainer

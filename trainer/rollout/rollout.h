@@ -1,0 +1,78 @@
+#pragma once
+// Fixed-turn rollouts: every collection yields exactly n_env x e_len turns. Episodes continue
+// across collections and auto-reset with fresh seeds: episode k of slot i (k = 0, 1, ...) has id
+// i + n_env * k and seed first_episode_seed + i + n_env * k, so seeds never repeat within a run
+// and stay in a range the caller keeps apart from its evaluation seeds. With group_size G, the
+// G slots of a group share their k-th seed instead (G samples from one start state):
+// first_episode_seed + i / G + (n_env / G) * k.
+//
+// Design: each slot is an explicit continuation (prompt -> reply -> step) driven by one loop;
+// the BatchScheduler overlaps one batch's generation (worker thread) with the env stepping,
+// prompt building and parsing of the slots whose replies already came back. This is what one
+// fiber per slot would give, without fiber stacks or cross-thread fiber wake-ups.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/agent.h"
+#include "trainer/rollout/env_slot.h"
+#include "trainer/rollout/rollout_buffer.h"
+
+namespace turnrl::trainer {
+
+struct RolloutConfig {
+  int n_env = 4;
+  int e_len = 8;
+  /** Prompts per agent call; 0: half the slots when pipelined (two batches in flight), else all. */
+  size_t batch_size = 0;
+  bool pipelined = true;
+  uint64_t seed = 0;  // reply sampling and the slots' translation choices
+  uint64_t first_episode_seed = 0;
+  int group_size = 1;  // divides n_env
+  TurnSettings turn;
+  /** Divide each turn reward of a finished episode by its length (Verlog: off). Turns of an
+   *  episode that started in an earlier collection keep their unscaled reward. */
+  bool normalize_reward_by_length = false;
+};
+
+/** The first response token whose text reaches past `action_begin` (the reply's byte offset where
+ *  the action text starts); token_text_ends.size() when none does. */
+int action_token_start(const std::vector<uint32_t>& token_text_ends, size_t action_begin);
+
+class Rollout {
+ public:
+  using EnvFactory = std::function<std::unique_ptr<envs::Env>(int slot)>;
+  /** Validates the config (std::invalid_argument) and begins the first episode of every slot. */
+  Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig config);
+
+  /** One collection of n_env x e_len turns (config().e_len when `e_len` is 0). */
+  RolloutBatch collect(int e_len = 0);
+  const RolloutConfig& config() const { return config_; }
+
+  /** Everything later collections depend on: per slot, the episodes begun and the replies of the
+   *  episode in flight (small: envs and memories are rebuilt by replaying them). */
+  nlohmann::json state() const;
+  /** Restores state(): the episodes in flight continue exactly where they were. */
+  void restore(const nlohmann::json& state);
+
+ private:
+  struct Slot {
+    std::unique_ptr<EnvSlot> env;
+    uint64_t episode_id = 0;
+    uint64_t episodes_begun = 0;
+    std::vector<size_t> episode_rows;  // rows of the current episode in this collection
+  };
+  void begin_episode(int slot);
+  /** Seed of the k-th episode (0-based) of `slot`. */
+  uint64_t episode_seed(size_t slot, uint64_t k) const;
+  agents::AgentPrompt prompt_of(int slot, std::vector<memory::ChatMessage> messages) const;
+
+  agents::Agent& agent_;
+  RolloutConfig config_;
+  memory::TokenCounter count_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace turnrl::trainer

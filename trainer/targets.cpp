@@ -1,0 +1,178 @@
+#include "trainer/targets.h"
+
+#include <optional>
+
+#include "agents/model/generation.h"
+
+namespace turnrl::trainer {
+namespace {
+
+constexpr int64_t kScoringChunk = 256;
+
+/** Copies the right-aligned last `n` entries of row `b` of a [B, W] tensor. */
+std::vector<float> row_tail(const torch::Tensor& rows, int64_t b, size_t n) {
+  const auto a = rows.accessor<float, 2>();
+  const int64_t width = rows.size(1);
+  std::vector<float> out(n);
+  for (size_t j = 0; j < n; ++j) out[j] = a[b][width - static_cast<int64_t>(n) + static_cast<int64_t>(j)];
+  return out;
+}
+
+/** Old, reference log-probs and critic values of every turn, scored in chunks. */
+void score_turns(LearnerState& learner, const RolloutBatch& batch, TrainingTargets& t, std::vector<std::vector<float>>& ref_logprobs) {
+  const size_t n = batch.turns.size();
+  t.old_logprobs.resize(n);
+  t.old_values.resize(n);
+  ref_logprobs.resize(n);
+  for (size_t start = 0; start < n; start += kScoringChunk) {
+    const size_t end = std::min(n, start + static_cast<size_t>(kScoringChunk));
+    std::vector<std::vector<int32_t>> prompts, responses;
+    for (size_t i = start; i < end; ++i) {
+      prompts.push_back(batch.turns[i].prompt_ids);
+      responses.push_back(batch.turns[i].response_ids);
+    }
+    const agents::ResponseBatch chunk = agents::make_response_batch(prompts, responses, learner.pad_id, learner.device);
+    const torch::Tensor old_lp = agents::response_logprobs(learner.actor, chunk, learner.allowed_tokens).to(torch::kCPU);
+    const torch::Tensor ref_lp = agents::response_logprobs(learner.reference, chunk, learner.allowed_tokens).to(torch::kCPU);
+    const torch::Tensor values = learner.uses_critic() ? agents::response_values(learner.critic, chunk).to(torch::kCPU) : torch::Tensor();
+    for (size_t i = start; i < end; ++i) {
+      const int64_t b = static_cast<int64_t>(i - start);
+      const size_t length = batch.turns[i].response_ids.size();
+      t.old_logprobs[i] = row_tail(old_lp, b, length);
+      ref_logprobs[i] = row_tail(ref_lp, b, length);
+      if (learner.uses_critic()) t.old_values[i] = row_tail(values, b, length + 1);
+    }
+  }
+}
+
+/** KL-in-reward: -kl_coef * (logp_old - logp_ref) on every response token; the mean KL of the
+ *  reasoning and of the action tokens goes to the metrics. */
+std::vector<std::vector<float>> kl_penalties(const LearnerState& learner, const RolloutBatch& batch, TrainingTargets& t,
+                                             const std::vector<std::vector<float>>& ref_logprobs) {
+  std::vector<std::vector<float>> penalties(batch.turns.size());
+  double kl_reason = 0, kl_act = 0;
+  int64_t n_reason = 0, n_act = 0;
+  for (size_t i = 0; i < batch.turns.size(); ++i) {
+    const TurnRecord& turn = batch.turns[i];
+    for (size_t k = 0; k < turn.response_ids.size(); ++k) {
+      const double kl = t.old_logprobs[i][k] - ref_logprobs[i][k];
+      penalties[i].push_back(static_cast<float>(-learner.config.ppo.kl_coef * kl));
+      const bool action_token = static_cast<int>(k) >= turn.action_token_start;
+      (action_token ? kl_act : kl_reason) += kl;
+      ++(action_token ? n_act : n_reason);
+    }
+  }
+  t.kl_reasoning = n_reason ? kl_reason / n_reason : 0.0;
+  t.kl_action = n_act ? kl_act / n_act : 0.0;
+  return penalties;
+}
+
+/** V(s_T+1) of each slot whose episode the cut left unfinished. */
+std::vector<std::optional<float>> bootstrap_values(LearnerState& learner, const RolloutBatch& batch) {
+  std::vector<std::optional<float>> bootstrap(batch.n_env);
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<int> slots;
+  for (int s = 0; s < batch.n_env; ++s) {
+    if (!batch.bootstrap[s]) continue;
+    prompts.push_back(batch.bootstrap[s]->prompt_ids);
+    slots.push_back(s);
+  }
+  if (prompts.empty()) return bootstrap;
+  const std::vector<std::vector<int32_t>> no_responses(prompts.size());
+  const torch::Tensor values =
+      agents::response_values(learner.critic, agents::make_response_batch(prompts, no_responses, learner.pad_id, learner.device))
+          .to(torch::kCPU);
+  for (size_t j = 0; j < slots.size(); ++j) bootstrap[slots[j]] = values[static_cast<int64_t>(j)][0].item<float>();
+  return bootstrap;
+}
+
+/** Dual-discount GAE per slot with the critic's values and V(s_T+1) bootstraps; advantages whitened.
+ *  Token rewards: the KL penalties, plus the env reward on each turn's last token. */
+void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties, TrainingTargets& t) {
+  const std::vector<std::optional<float>> bootstrap = bootstrap_values(learner, batch);
+  const TrainConfig::Ppo& ppo = learner.config.ppo;
+  const GaeParams gae{ppo.step_gamma, ppo.step_lambda, ppo.token_gamma, ppo.token_lambda};
+  double value_sum = 0;
+  for (int s = 0; s < batch.n_env; ++s) {
+    std::vector<TurnSignals> signals;
+    for (int t_index = 0; t_index < batch.e_len; ++t_index) {
+      const size_t i = static_cast<size_t>(t_index) * batch.n_env + s;
+      TurnSignals sig;
+      sig.values = t.old_values[i];
+      sig.rewards = penalties[i];
+      if (!sig.rewards.empty()) sig.rewards.back() += static_cast<float>(batch.turns[i].reward);
+      sig.rewards.push_back(0.0f);  // the state after the last token
+      sig.done = batch.turns[i].done();
+      value_sum += sig.values.front();
+      signals.push_back(std::move(sig));
+    }
+    const auto targets = dual_discount_gae(signals, bootstrap[s], gae);
+    for (int t_index = 0; t_index < batch.e_len; ++t_index) {
+      const size_t i = static_cast<size_t>(t_index) * batch.n_env + s;
+      t.advantages[i].assign(targets[t_index].advantages.begin(),
+                             targets[t_index].advantages.begin() + static_cast<long>(penalties[i].size()));
+      t.returns[i] = targets[t_index].returns;
+    }
+  }
+  std::vector<float*> entries;
+  for (auto& row : t.advantages) {
+    for (float& x : row) entries.push_back(&x);
+  }
+  whiten(entries);
+  t.mean_value = value_sum / std::max<size_t>(1, batch.turns.size());
+}
+
+/** A critic-free estimator over the collection's episode segments (a slot's consecutive turns of
+ *  one episode), grouped by start state: the task and episode seed. */
+void sample_targets(const LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties,
+                    TrainingTargets& t) {
+  const TrainConfig& config = learner.config;
+  SampleRewards samples;
+  std::vector<uint64_t> keys;
+  std::vector<std::vector<size_t>> rows;  // turns of each sample, in order
+  for (int s = 0; s < batch.n_env; ++s) {
+    for (int t_index = 0; t_index < batch.e_len; ++t_index) {
+      const size_t i = static_cast<size_t>(t_index) * batch.n_env + s;
+      const TurnRecord& turn = batch.turns[i];
+      if (t_index == 0 || batch.turns[i - batch.n_env].episode_id != turn.episode_id) {
+        for (TokenRewards* stream : {&samples.outcome, &samples.process, &samples.penalty}) stream->emplace_back();
+        const size_t task = static_cast<size_t>(s / config.env.group_size) % config.env.ids.size();
+        keys.push_back(turn.episode_seed * config.env.ids.size() + task);
+        rows.emplace_back();
+      }
+      const size_t length = penalties[i].size();
+      samples.penalty.back().insert(samples.penalty.back().end(), penalties[i].begin(), penalties[i].end());
+      for (TokenRewards* stream : {&samples.outcome, &samples.process}) stream->back().resize(stream->back().size() + length, 0.0f);
+      if (length > 0) (turn.done() ? samples.outcome : samples.process).back().back() = static_cast<float>(turn.reward);
+      rows.back().push_back(i);
+    }
+  }
+  const TokenRewards advantages = sample_advantages(learner.estimator, samples, keys, config.ppo.step_gamma);
+  for (size_t j = 0; j < rows.size(); ++j) {
+    auto from = advantages[j].begin();
+    for (size_t i : rows[j]) {
+      t.advantages[i].assign(from, from + static_cast<long>(penalties[i].size()));
+      from += static_cast<long>(penalties[i].size());
+    }
+  }
+}
+
+}  // namespace
+
+TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch) {
+  torch::NoGradGuard no_grad;
+  TrainingTargets t;
+  std::vector<std::vector<float>> ref_logprobs;
+  score_turns(learner, batch, t, ref_logprobs);
+  const std::vector<std::vector<float>> penalties = kl_penalties(learner, batch, t, ref_logprobs);
+  t.advantages.resize(batch.turns.size());
+  t.returns.resize(batch.turns.size());
+  if (learner.uses_critic()) {
+    gae_targets(learner, batch, penalties, t);
+  } else {
+    sample_targets(learner, batch, penalties, t);
+  }
+  return t;
+}
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,24 @@
+#pragma once
+// Rewards and training targets of one collection: old and reference log-probs, KL-in-reward
+// (split into reasoning and action tokens at the positions the rollout recorded), then advantages
+// and returns from dual-discount GAE with the critic, or from a critic-free estimator.
+#include <vector>
+
+#include "trainer/learner_state.h"
+#include "trainer/rollout/rollout_buffer.h"
+
+namespace turnrl::trainer {
+
+/** Per-turn targets, aligned with RolloutBatch::turns. */
+struct TrainingTargets {
+  std::vector<std::vector<float>> old_logprobs;  // L
+  std::vector<std::vector<float>> old_values;    // L + 1 (empty without a critic)
+  std::vector<std::vector<float>> advantages;    // L
+  std::vector<std::vector<float>> returns;       // L + 1 (empty without a critic)
+  double kl_reasoning = 0.0, kl_action = 0.0;    // mean k1 KL of reasoning / action tokens
+  double mean_value = 0.0;
+};
+
+TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch);
+
+}  // namespace turnrl::trainer
