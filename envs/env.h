@@ -79,8 +79,8 @@ class Env {
    * two things on purpose, in every port:
    * - the elapsed-step counter (and what is a pure function of it, such as Crafter's daylight): the
    *   same situation reached at different times is one anchor state, as in GiGPO, where a loop
-   *   back to a state joins that state's group; the time limit and BabyAI's time-scaled reward are
-   *   the only things it changes;
+   *   back to a state joins that state's group; the clock only moves the time limit, the
+   *   time-scaled success rewards (BabyAI, BabaIsAI) and Crafter's daylight;
    * - the random stream (and the order its draws are spent in, e.g. Crafter's object update order
    *   and chunk order): it is hidden and it advances every step in Crafter, so with it almost no
    *   two trajectories would ever share a state; the step group's mean return averages over the

@@ -1,7 +1,7 @@
 #pragma once
 // Builds the canonical byte string of an env state (Env::serialize_state): every field at a fixed
-// width in little-endian order and every string and list length-prefixed (lists: the caller puts the count first), so two states give equal bytes
-// exactly when their fields are equal, whatever the values.
+// width in little-endian order and every string and list length-prefixed (for a list the caller
+// puts the count first), so two states give equal bytes exactly when their fields are equal.
 #include <bit>
 #include <concepts>
 #include <cstdint>
