@@ -2,6 +2,9 @@
 
 #include <stdexcept>
 
+#include "envs/common/sha256.h"
+#include "envs/common/state_writer.h"
+
 namespace turnrl::envs {
 
 void Env::check_action(int action) const {
@@ -9,6 +12,13 @@ void Env::check_action(int action) const {
     throw std::out_of_range("env " + id() + ": action " + std::to_string(action) +
                             " is out of range [0, " + std::to_string(num_actions()) + ")");
   }
+}
+
+std::string Env::state_hash() const {
+  StateWriter writer;
+  writer.put(id());
+  const std::string bytes = writer.take() + serialize_state();
+  return sha256_hex(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
 }  // namespace turnrl::envs

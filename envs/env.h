@@ -72,6 +72,25 @@ class Env {
   /** BALROG's progression in [0, 1] for the episode so far. */
   virtual double progression() const = 0;
 
+  /**
+   * Canonical bytes of the current state (built with StateWriter), the key GiGPO groups steps by.
+   * It holds everything that decides what the agent sees and what the next steps can bring: the
+   * map or grid, objects, agent, inventory, goal, the progress of the task's checker. It leaves out
+   * two things on purpose, in every port:
+   * - the elapsed-step counter (and what is a pure function of it, such as Crafter's daylight): the
+   *   same situation reached at different times is one anchor state, as in GiGPO, where a loop
+   *   back to a state joins that state's group; the clock only moves the time limit, the
+   *   time-scaled success rewards (BabyAI, BabaIsAI) and Crafter's daylight;
+   * - the random stream (and the order its draws are spent in, e.g. Crafter's object update order
+   *   and chunk order): it is hidden and it advances every step in Crafter, so with it almost no
+   *   two trajectories would ever share a state; the step group's mean return averages over the
+   *   random dynamics instead.
+   * Requires reset().
+   */
+  virtual std::string serialize_state() const = 0;
+  /** Lower-case hex SHA-256 of the env id and serialize_state(): equal exactly when those are equal. */
+  std::string state_hash() const;
+
  protected:
   /** Shared argument check for step(). */
   void check_action(int action) const;

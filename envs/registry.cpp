@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "envs/arith/arith_family.h"
 #include "envs/babaisai/babaisai_family.h"
 #include "envs/babyai/babyai_family.h"
 #include "envs/crafter/crafter_family.h"
@@ -17,6 +18,7 @@ const std::vector<EnvFamily>& env_families() {
     all.push_back(babyai::babyai_family());
     all.push_back(babaisai::babaisai_family());
     all.push_back(crafter::crafter_family());
+    all.push_back(arith::arith_family());
     return all;
   }();
   return families;

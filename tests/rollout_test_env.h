@@ -35,6 +35,8 @@ class CountingEnv : public envs::Env {
   envs::TextObservation observe_text() const override { return {"step " + std::to_string(steps_), ""}; }
   std::string render_ascii() const override { return std::to_string(steps_); }
   double progression() const override { return 0.0; }
+  /** The step count is this env's whole state (it decides when "finish" ends the episode). */
+  std::string serialize_state() const override { return std::to_string(seed_) + "/" + std::to_string(steps_); }
 
  private:
   std::string id_ = "test/counting";

@@ -31,6 +31,7 @@ class ToyEnv : public Env {
   TextObservation observe_text() const override { return {}; }
   std::string render_ascii() const override { return ""; }
   double progression() const override { return 0; }
+  std::string serialize_state() const override { return {}; }  // stateless
 
  private:
   std::string id_ = "toy";

@@ -40,7 +40,7 @@ struct PlaySetup {
   std::optional<trainer::TrainConfig> train;  // when the file is a training config (for --agent llm)
 };
 
-/** A training config (a run's config.yaml or configs/*.yaml), or a file with only `turn:` and
+/** A training config (a run's config.yaml or a file in configs/), or a file with only `turn:` and
  *  optionally `env: {id, options}`. */
 PlaySetup read_setup(const std::string& path) {
   PlaySetup setup;

@@ -32,6 +32,10 @@ class BabaIsAIEnv final : public Env {
   TextObservation observe_text() const override;
   std::string render_ascii() const override;
   double progression() const override { return progression_; }
+  /** Every cell's stack by object content (pool ids left out: they only name objects), the text's
+   *  "you" position, a level reset's notice, the level plan and the progression. The active rules
+   *  are read off the grid, and the world's agent position/direction feed nothing, so both are out. */
+  std::string serialize_state() const override;
 
   const World& world() const { return world_; }
   const std::string& target_plan() const { return target_plan_; }

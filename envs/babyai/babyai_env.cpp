@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "envs/common/state_writer.h"
+
 namespace turnrl::envs::babyai {
 
 std::string_view task_name(Task task) {
@@ -37,6 +39,35 @@ StepResult BabyAIEnv::step(int action) {
     succeeded_ = true;
   }
   return result;
+}
+
+std::string BabyAIEnv::serialize_state() const {
+  require_reset();
+  const World& world = level_.world;
+  StateWriter out;
+  out.put(world.grid.width());
+  out.put(world.grid.height());
+  for (int y = 0; y < world.grid.height(); ++y) {
+    for (int x = 0; x < world.grid.width(); ++x) out.put(world.grid.at({x, y}));
+  }
+  out.put(world.objects.size());
+  for (const WorldObject& obj : world.objects) {
+    out.put(obj.type);
+    out.put(obj.color);
+    out.put(obj.is_open);
+    out.put(obj.is_locked);
+    out.put(obj.cur_pos.x);
+    out.put(obj.cur_pos.y);
+  }
+  out.put(world.agent_pos.x);
+  out.put(world.agent_pos.y);
+  out.put(world.agent_dir);
+  out.put(world.carrying);
+  out.put(world.max_steps);
+  out.put(level_.mission);
+  level_.instruction->append_state(out);
+  out.put(succeeded_);
+  return out.take();
 }
 
 const std::vector<ActionSpec>& BabyAIEnv::action_list() {

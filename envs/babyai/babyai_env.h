@@ -29,6 +29,9 @@ class BabyAIEnv final : public Env {
   TextObservation observe_text() const override;
   std::string render_ascii() const override;
   double progression() const override { return succeeded_ ? 1.0 : 0.0; }
+  /** Grid (cells as object indices), every object, agent, carried object, mission, verifier state;
+   *  objects keep their generation index, which the verifier tracks them by. */
+  std::string serialize_state() const override;
 
   Task task() const { return task_; }
   const Level& level() const { return level_; }

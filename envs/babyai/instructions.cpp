@@ -36,6 +36,19 @@ std::string ObjectDesc::surface(const World& world) {
   return (objects.size() > 1 ? "a " : "the ") + text;
 }
 
+void ObjectDesc::append_state(StateWriter& out) const {
+  out.put(type);
+  out.put(color.has_value());
+  out.put(color.value_or(Color::kRed));
+  out.put(objects.size());
+  for (int16_t obj : objects) out.put(obj);
+  out.put(positions.size());
+  for (Pos p : positions) {
+    out.put(p.x);
+    out.put(p.y);
+  }
+}
+
 std::unique_ptr<Instruction> Instruction::go_to(ObjectDesc desc) {
   std::unique_ptr<Instruction> instr(new Instruction(Kind::kGoTo));
   instr->desc_ = std::move(desc);
@@ -133,6 +146,19 @@ bool Instruction::objects_next(const World& world) const {
     }
   }
   return false;
+}
+
+void Instruction::append_state(StateWriter& out) const {
+  out.put(kind_);
+  out.put(pre_carrying_);
+  out.put(first_done_);
+  out.put(second_done_);
+  desc_.append_state(out);
+  desc_fixed_.append_state(out);
+  if (first_) {
+    first_->append_state(out);
+    second_->append_state(out);
+  }
 }
 
 Status Instruction::verify_leaf(const World& world, int action) {

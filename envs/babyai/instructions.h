@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "envs/babyai/world.h"
+#include "envs/common/state_writer.h"
 
 namespace turnrl::envs::babyai {
 
@@ -22,6 +23,7 @@ struct ObjectDesc {
   /** Refreshes positions of the already tracked objects still on the grid (after a drop). */
   void refresh_positions(const World& world);
   std::string surface(const World& world);
+  void append_state(StateWriter& out) const;
 };
 
 enum class Status { kContinue, kSuccess, kFailure };
@@ -51,6 +53,8 @@ class Instruction {
   ObjectDesc& desc_fixed() { return desc_fixed_; }
   /** For PutNext: whether a move object already sits next to a fixed position. */
   bool objects_next(const World& world) const;
+  /** The verifier's progress (tracked objects, recorded positions, flags), for Env::serialize_state. */
+  void append_state(StateWriter& out) const;
 
  private:
   explicit Instruction(Kind kind) : kind_(kind) {}

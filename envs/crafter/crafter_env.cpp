@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "envs/common/numpy_random.h"
+#include "envs/common/state_writer.h"
 #include "envs/crafter/balrog_text.h"
 #include "envs/crafter/objects.h"
 #include "envs/crafter/worldgen.h"
@@ -104,6 +105,42 @@ void CrafterEnv::update_daylight() {
 void CrafterEnv::render_draws() {
   // Night-time rendering adds uniform(32, 127) noise per pixel from the world stream.
   if (world_.daylight < 0.5) world_.random.skip32(night_draws_);
+}
+
+std::string CrafterEnv::serialize_state() const {
+  require_reset();
+  StateWriter out;
+  out.put(world_.width());
+  out.put(world_.height());
+  out.put(config_.view.x);
+  out.put(config_.view.y);
+  for (int x = 0; x < world_.width(); ++x) {
+    for (int y = 0; y < world_.height(); ++y) {
+      out.put(world_.material({x, y}));
+      const int slot = world_.object_at({x, y});
+      out.put(slot != 0);
+      if (slot == 0) continue;
+      const Object& obj = world_.object(slot);
+      out.put(obj.kind);
+      out.put(obj.health);
+      out.put(obj.facing.x);
+      out.put(obj.facing.y);
+      out.put(obj.cooldown);
+      out.put(obj.reload);
+      out.put(obj.grown);
+    }
+  }
+  out.put(player_.facing.x);
+  out.put(player_.facing.y);
+  out.put(player_.sleeping);
+  for (const int count : player_.inventory) out.put(count);
+  for (const int count : player_.achievements) out.put(count);
+  for (const double vital : {player_.hunger, player_.thirst, player_.fatigue, player_.recover}) out.put(vital);
+  out.put(player_.last_health);
+  for (const bool unlocked : unlocked_) out.put(unlocked);
+  out.put(last_health_);
+  out.put(done_);
+  return out.take();
 }
 
 StepResult CrafterEnv::step(int action) {

@@ -40,6 +40,11 @@ class CrafterEnv final : public Env {
   TextObservation observe_text() const override;
   std::string render_ascii() const override;
   double progression() const override;
+  /** Area and view, every cell's material and the object on it (by position, so the slot numbers
+   *  and update order are out with the random stream), the player's facing, sleep, inventory,
+   *  achievement counts and vitals, the episode's unlocks, the health the next reward compares with,
+   *  and whether the episode is over. Step counters, daylight, world seed and episode are out. */
+  std::string serialize_state() const override;
 
   // Structured state for agents, tests and golden replay.
   const CrafterConfig& config() const { return config_; }

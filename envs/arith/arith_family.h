@@ -1,0 +1,10 @@
+#pragma once
+#include "envs/registry.h"
+
+namespace turnrl::envs::arith {
+
+/** Ids `arith/single` and `arith/multi`; options `steps` (operations per problem, default 3, 1..8)
+ *  and `max_value` (largest result and answer, default 999, 2..9999). No golden replayer. */
+EnvFamily arith_family();
+
+}  // namespace turnrl::envs::arith
