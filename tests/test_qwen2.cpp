@@ -2,6 +2,7 @@
 #include "torch_doctest.h"
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -332,4 +333,20 @@ TEST_CASE("a sharded folder (index + shards) loads the same weights; a missing s
   CHECK(lm->score({{1, 2, 3}}, {{4, 5}}) == sharded->score({{1, 2, 3}}, {{4, 5}}));
   std::filesystem::remove(dir + "/model-00002-of-00002.safetensors");
   CHECK_THROWS_WITH(LanguageModel::load(dir), doctest::Contains("model-00002-of-00002.safetensors"));
+}
+
+TEST_CASE("a model whose weights hold NaN or Inf is refused at load, naming the file and tensor") {
+  const std::string dir = "/tmp/turnrl_nan_tiny";
+  for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    std::filesystem::remove_all(dir);
+    Qwen2Model model = load_qwen2(folder("tiny-qwen2-tied"), false, torch::kCPU);
+    {
+      torch::NoGradGuard no_grad;
+      model->named_parameters()["model.norm.weight"][0].fill_(bad);
+    }
+    save_qwen2(model, dir);
+    CHECK_THROWS_WITH_AS(load_qwen2(dir, false, torch::kCPU),
+                         doctest::Contains("model.safetensors: tensor 'model.norm.weight' holds NaN or Inf values"), std::runtime_error);
+  }
+  std::filesystem::remove_all(dir);
 }

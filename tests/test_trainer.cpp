@@ -321,6 +321,81 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   }
   // Later turns depend on the restored episodes: their losses must differ from the first iterations'.
   CHECK(expected.at("train/3")["value_loss"] != expected.at("train/1")["value_loss"]);
+  // No iteration twice in the resumed file, even after lines past the checkpoint (a crash after it).
+  std::map<std::string, int> seen;
+  std::ifstream lines(interrupted.run.out + "/metrics.jsonl");
+  for (std::string text; std::getline(lines, text);) {
+    const nlohmann::json line = nlohmann::json::parse(text);
+    if (line.contains("iteration")) CHECK(++seen[line["type"].get<std::string>() + "/" + std::to_string(line["iteration"].get<int>())] == 1);
+  }
+}
+
+TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous checkpoint after an interrupted swap") {
+  const std::string root = "/tmp/turnrl_swap_test";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root + "/checkpoint.old");
+  std::ofstream(root + "/checkpoint.old/state.json") << "{}";
+  CHECK(find_checkpoint(root) == root + "/checkpoint.old");  // a swap died between its two renames
+  std::filesystem::create_directories(root + "/checkpoint");
+  std::ofstream(root + "/checkpoint/state.json") << "{}";
+  CHECK(find_checkpoint(root) == root + "/checkpoint");
+  CHECK(find_checkpoint(root + "/checkpoint/") == root + "/checkpoint");
+  CHECK_THROWS_AS(find_checkpoint("/tmp/turnrl_swap_test/nothing"), std::invalid_argument);
+  std::ofstream(root + "/metrics.jsonl") << R"({"type":"train","iteration":1,"minutes":0.1})" "\n"
+                                         << R"({"type":"eval","iteration":2,"minutes":0.2})" "\n"
+                                         << R"({"type":"train","iteration":3,"minutes":0.3})" "\n"
+                                         << R"({"type":"train","itera)";
+  truncate_metrics(root + "/metrics.jsonl", 2);
+  std::ifstream in(root + "/metrics.jsonl");
+  const std::string kept((std::istreambuf_iterator<char>(in)), {});
+  CHECK(kept == R"({"type":"train","iteration":1,"minutes":0.1})" "\n" R"({"type":"eval","iteration":2,"minutes":0.2})" "\n");
+}
+
+TEST_CASE("a run is a model: the final state is saved, and eval --run scores it as the trainer's evaluation does") {
+  const std::string root = "/tmp/turnrl_run_model_test";
+  std::filesystem::remove_all(root);
+  // 3 iterations with checkpoint_every 2: the final iteration must still be saved.
+  const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
+                           "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
+                           "turn:\n  layout: compact\n  history: 1\n  reply_format: action-tag\n  invalid_feedback: false\n"
+                           "ppo:\n  minibatch: 6\n  epochs: 1\n"
+                           "run:\n  iterations: 3\n  checkpoint_every: 2\n  eval_every: 10\n  eval_episodes: 3\n  out: " + root + "/run\n";
+  const TrainConfig config = TrainConfig::load(write_config("run_model.yaml", yaml));
+  PpoTrainer(config, "").train();
+  std::ifstream state_file(root + "/run/checkpoint/state.json");
+  CHECK(nlohmann::json::parse(state_file).at("iteration") == 3);
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
+    INFO(file);
+    CHECK(std::filesystem::exists(root + "/run/model/" + file));
+    CHECK(std::filesystem::exists(root + "/run/checkpoint/actor/" + file));
+  }
+  CHECK(latest_model(root + "/run") == root + "/run/model");
+
+  const auto scored = turnrl::test::run_turnrl("eval --run " + root + "/run --seeds 7000:6 --out " + root + "/eval");
+  REQUIRE_MESSAGE(scored.exit_code == 0, scored.output);
+  std::ifstream summary_file(root + "/eval/summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(summary_file);
+  // The trainer's evaluation code path on the same model, settings and seeds.
+  const TrainConfig run = TrainConfig::load(run_config_path(root + "/run"));
+  const auto agent = make_policy_agent(turnrl::agents::LanguageModel::load(latest_model(root + "/run")), run, true);
+  const std::vector<TaskScore> direct = evaluate({run.env.ids, run.env.options, run.turn, 7000, 6}, *agent);
+  REQUIRE(direct.size() == 2u);
+  for (const TaskScore& score : direct) {
+    INFO(score.task);
+    CHECK(summary.at("tasks").at(score.task).at("episodes") == 6);
+    CHECK(summary.at("tasks").at(score.task).at("success").get<double>() == doctest::Approx(score.success));
+    CHECK(summary.at("tasks").at(score.task).at("progression").get<double>() == doctest::Approx(score.progression));
+  }
+  const auto generated = turnrl::test::run_turnrl("generate --model " + root + "/run/model --prompt 'go to the red ball' --max-new-tokens 4");
+  CHECK_MESSAGE(generated.exit_code == 0, generated.output);
+  // An interrupted run saves too: SIGTERM lets the iteration in flight finish, then saves.
+  const std::string command = "timeout --preserve-status -s TERM 12 " + std::string(TURNRL_BINARY) + " train --config " +
+                              write_config("run_model.yaml", yaml) + " --iterations 100000 --out " + root + "/stopped > " + root +
+                              "/stopped.log 2>&1";
+  CHECK(WEXITSTATUS(std::system(command.c_str())) == 0);
+  std::ifstream stopped_state(root + "/stopped/checkpoint/state.json");
+  CHECK(nlohmann::json::parse(stopped_state).at("iteration").get<int>() >= 1);
+  CHECK(std::filesystem::exists(root + "/stopped/model/model.safetensors"));
 }
 
 TEST_CASE("a group estimator trains without the critic on groups sharing their start state") {

@@ -274,6 +274,10 @@ void Qwen2ModelImpl::load_weights(const std::vector<const SafetensorsFile*>& fil
       throw std::runtime_error(file->path() + ": tensor '" + name + "' has shape [ " + got + "], expected [ " + expected + "]");
     }
     const torch::Tensor source = torch::from_blob(const_cast<uint8_t*>(view.data), view.shape, to_scalar_type(view.dtype));
+    // A diverged run's NaN/Inf weights would act and train silently as garbage: refuse them here.
+    if (!torch::isfinite(source).all().item<bool>()) {
+      throw std::runtime_error(file->path() + ": tensor '" + name + "' holds NaN or Inf values");
+    }
     param.copy_(source.to(param.scalar_type()));
   }
 }
