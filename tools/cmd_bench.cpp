@@ -22,6 +22,7 @@ const Benchmark kBenchmarks[] = {
     {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
     {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
     {"rollout", "share of turn time outside the model; pipelined vs lock-step speedup", bench_rollout},
+    {"env-server", "steps/s through an env server vs in-process, batches of 1, 16, 256", bench_env_server},
 };
 
 void print_usage() {

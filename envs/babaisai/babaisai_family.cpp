@@ -109,6 +109,25 @@ class BabaReplayer final : public GoldenReplayer {
     return key == "type" || key == "env_id" || key == "seed" || key == "actions" || key == "t" || key == "action";
   }
 
+  std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden) override {
+    EnvApiLine line;
+    const nlohmann::json text = expected_for("text", golden).value_or(golden.at("text"));
+    if (golden.at("type") == "reset") {
+      line.is_reset = true;
+      line.env_id = env_->id();
+      line.options = nlohmann::json::object();
+      line.seed = golden.at("seed").get<uint64_t>();
+      line.expected = {{"observation", {{"long_term", text}}}, {"max_steps", golden.at("max_steps")}};
+    } else {
+      line.action = golden.at("action").get<int>();
+      line.expected = {{"observation", {{"long_term", text}}},
+                       {"reward", golden.at("reward")},
+                       {"terminated", golden.at("terminated")},
+                       {"truncated", golden.at("truncated")}};
+    }
+    return line;
+  }
+
   /** On a wrapper-reset step the golden text holds BALROG's Python repr of the new observation
    *  (addresses normalised); we emit that observation's text in its place, so the expected text
    *  is the golden one with the repr replaced by the `long_term_context` it contains. */

@@ -68,6 +68,26 @@ class BabyAIReplayer final : public GoldenReplayer {
            key == "action";
   }
 
+  std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden) override {
+    EnvApiLine line;
+    if (golden.at("type") == "reset") {
+      line.is_reset = true;
+      line.env_id = id_;
+      line.options = {{"num_dists", golden.value("num_dists", 0)}};
+      line.seed = golden.at("seed").get<uint64_t>();
+      line.expected = {{"observation", {{"long_term", golden.at("text")}}},
+                       {"goal", golden.at("mission")},
+                       {"max_steps", golden.at("max_steps")}};
+    } else {
+      line.action = golden.at("action").get<int>();
+      line.expected = {{"observation", {{"long_term", golden.at("text")}}},
+                       {"reward", golden.at("reward")},
+                       {"terminated", golden.at("terminated")},
+                       {"truncated", golden.at("truncated")}};
+    }
+    return line;
+  }
+
  private:
   void add_state(nlohmann::json& out) const {
     const Level& level = env_->level();
