@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include "envs/env_outputs.h"
 #include "envs/golden.h"
@@ -400,6 +401,43 @@ TEST_CASE("a client detects a dead server within its timeout") {
     CHECK(waited < 3s);
     CHECK_THROWS_AS(client->ping(), ServerError);
   }
+}
+
+TEST_CASE("a late reply to a timed-out request is not taken for the next one") {
+  // A fake server: answers hello, holds the first ping until the second arrives, then sends the
+  // stale pong followed by an error reply to the second ping.
+  zmq::context_t context(1);
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.set(zmq::sockopt::linger, 0);
+  router.set(zmq::sockopt::rcvtimeo, 5000);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+  std::thread fake([&] {
+    auto receive = [&] {
+      std::vector<zmq::message_t> frames;
+      if (!zmq::recv_multipart(router, std::back_inserter(frames)) || frames.size() != 2) frames.clear();
+      return frames;
+    };
+    auto answer = [&](std::vector<zmq::message_t>& frames, const std::string& reply) {
+      const std::string client = frames.front().to_string();
+      router.send(zmq::buffer(client), zmq::send_flags::sndmore);
+      router.send(zmq::buffer(reply), zmq::send_flags::none);
+    };
+    std::vector<zmq::message_t> hello = receive();
+    if (hello.empty()) return;
+    answer(hello, encode_reply("hello", request_id_of(hello.back().to_string_view()), {{"version", 1}, {"slots", 1}}));
+    std::vector<zmq::message_t> first = receive();
+    std::vector<zmq::message_t> second = receive();
+    if (first.empty() || second.empty()) return;
+    answer(first, encode_reply("pong", request_id_of(first.back().to_string_view()), json::object()));
+    answer(second, encode_error(request_id_of(second.back().to_string_view()), "the reply to the second ping"));
+  });
+  {
+    EnvClient client(endpoint, 300ms);
+    CHECK_THROWS_WITH_AS(client.ping(), doctest::Contains("no reply to 'ping'"), ServerError);
+    CHECK_THROWS_WITH_AS(client.ping(), doctest::Contains("the reply to the second ping"), ServerError);
+  }
+  fake.join();
 }
 
 TEST_CASE("SIGTERM and SIGINT stop the server process cleanly") {

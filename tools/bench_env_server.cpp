@@ -91,7 +91,7 @@ int bench_env_server(int argc, char** argv) {
   CLI::App app{"Env steps/s through an env server (loopback, in a thread) vs in-process, per batch size",
                "turnrl bench env-server"};
   std::string env_id = "babyai/goto";
-  long steps = 20000;
+  long steps = 50000;
   std::vector<int> batches = {1, 16, 256};
   std::vector<std::string> option_pairs;
   app.add_option("--env", env_id, "environment id")->capture_default_str();
