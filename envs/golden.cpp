@@ -233,6 +233,7 @@ ReplayReport replay_env_api_script(const EnvApiScript& script, const EnvMaker& m
       episode_exact = true;
       step_in_episode = 0;
       if (!env || line.env_id != env_id || line.options != options) {
+        env = nullptr;  // a remote env frees its slot before the next one is created
         env = make(line.env_id, line.options);
         env_id = line.env_id;
         options = line.options;

@@ -97,7 +97,8 @@ EnvApiScript env_api_script(const std::vector<nlohmann::json>& records);
 
 using EnvMaker = std::function<std::unique_ptr<Env>(const std::string& id, const nlohmann::json& options)>;
 /** Runs `script` through envs built by `make` (in-process with make_env, or remote) and compares
- *  each line's expected outputs with the env's; episodes and lines count script lines. */
+ *  each line's expected outputs with the env's. Script lines are the file's first lines, so the
+ *  report's line numbers are the file's. */
 ReplayReport replay_env_api_script(const EnvApiScript& script, const EnvMaker& make);
 
 }  // namespace turnrl::envs

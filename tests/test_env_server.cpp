@@ -362,12 +362,12 @@ TEST_CASE("slots belong to the client that created them") {
 }
 
 TEST_CASE("a silent client loses its slots; a pinging one keeps them") {
-  ServerThread server(4, 400ms);
+  ServerThread server(4, 600ms);
   EnvClient silent(server.endpoint());
   EnvClient pinging(server.endpoint());
   const int silent_slot = silent.create({{std::nullopt, "babyai/goto", json::object()}}).front().slot;
   const int pinging_slot = pinging.create({{std::nullopt, "babyai/goto", json::object()}}).front().slot;
-  for (int i = 0; i < 10; ++i) {  // 1 s: well past the timeout
+  for (int i = 0; i < 15; ++i) {  // 1.5 s: well past the timeout
     std::this_thread::sleep_for(100ms);
     pinging.ping();
   }
