@@ -43,6 +43,16 @@ nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line) {
           {"truncated", result.truncated}};
 }
 
+EnvApiLine env_api_step(const nlohmann::json& golden_line, nlohmann::json observation) {
+  EnvApiLine line;
+  line.action = golden_line.at("action").get<int>();
+  line.expected = {{"observation", std::move(observation)},
+                   {"reward", golden_line.at("reward")},
+                   {"terminated", golden_line.at("terminated")},
+                   {"truncated", golden_line.at("truncated")}};
+  return line;
+}
+
 std::optional<FieldMismatch> first_difference(const nlohmann::json& expected, const nlohmann::json& got,
                                               const std::string& path) {
   if (expected.is_number() && got.is_number()) {

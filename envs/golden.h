@@ -49,6 +49,10 @@ class GoldenReplayer {
  *  (action_text, reward, terminated, truncated). */
 nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line);
 
+/** A golden step line as Env API traffic: its `action`, and its `reward`, `terminated` and
+ *  `truncated` with `observation` (the family's reading of the recorded text) as expected outputs. */
+EnvApiLine env_api_step(const nlohmann::json& golden_line, nlohmann::json observation);
+
 /** A difference between a golden field and ours; `path` names the field (e.g. `grid[3]`). */
 struct FieldMismatch {
   std::string path;

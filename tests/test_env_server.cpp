@@ -346,6 +346,44 @@ TEST_CASE("malformed messages get an error reply and the server keeps serving") 
   CHECK((*hello)["version"] == 1);
 }
 
+TEST_CASE("randomly damaged requests all get a reply") {
+  ServerThread server(2);
+  RawClient raw(server.endpoint());
+  const std::string valid[] = {
+      R"({"type":"hello","id":1,"versions":[1]})",
+      R"({"type":"create","id":2,"items":[{"slot":0,"env_id":"babyai/goto","options":{"num_dists":1}}]})",
+      R"({"type":"reset","id":3,"items":[{"slot":0,"seed":12}]})",
+      R"({"type":"step","id":4,"items":[{"slot":0,"action":2}]})",
+      R"({"type":"render","id":5,"slot":0})",
+      R"({"type":"close","id":6,"slots":[0]})",
+      R"({"type":"golden_script","id":7,"records":[{"type":"reset","env_id":"env/goto_win","seed":0}]})",
+  };
+  std::mt19937 rng(11);
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  int errors = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string message = valid[pick(std::size(valid))];
+    for (int edits = 1 + static_cast<int>(pick(3)); edits > 0; --edits) {
+      const size_t at = pick(message.size());
+      switch (pick(4)) {
+        case 0: message[at] = static_cast<char>(pick(256)); break;
+        case 1: message.erase(at, 1 + pick(8)); break;
+        case 2: message = message.substr(0, at) + message.substr(pick(message.size()), 1 + pick(12)) + message.substr(at); break;
+        default: message.resize(at); break;
+      }
+      if (message.empty()) message.push_back('{');
+    }
+    const std::optional<json> reply = raw.exchange(message);
+    REQUIRE_MESSAGE(reply.has_value(), "no reply to " << message);
+    REQUIRE((*reply)["type"].is_string());
+    errors += (*reply)["type"] == "error";
+  }
+  CHECK(errors > 2000);  // most damage is caught; some edits leave a valid request
+  const std::optional<json> pong = raw.exchange(R"({"type":"ping","id":9})");
+  REQUIRE(pong.has_value());
+  CHECK((*pong)["type"] == "pong");
+}
+
 TEST_CASE("slots belong to the client that created them") {
   ServerThread server(2);
   EnvClient owner(server.endpoint());

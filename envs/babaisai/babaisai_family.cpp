@@ -110,21 +110,14 @@ class BabaReplayer final : public GoldenReplayer {
   }
 
   std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden) override {
+    const nlohmann::json observation = {{"long_term", expected_for("text", golden).value_or(golden.at("text"))}};
+    if (golden.at("type") != "reset") return env_api_step(golden, observation);
     EnvApiLine line;
-    const nlohmann::json text = expected_for("text", golden).value_or(golden.at("text"));
-    if (golden.at("type") == "reset") {
-      line.is_reset = true;
-      line.env_id = env_->id();
-      line.options = nlohmann::json::object();
-      line.seed = golden.at("seed").get<uint64_t>();
-      line.expected = {{"observation", {{"long_term", text}}}, {"max_steps", golden.at("max_steps")}};
-    } else {
-      line.action = golden.at("action").get<int>();
-      line.expected = {{"observation", {{"long_term", text}}},
-                       {"reward", golden.at("reward")},
-                       {"terminated", golden.at("terminated")},
-                       {"truncated", golden.at("truncated")}};
-    }
+    line.is_reset = true;
+    line.env_id = env_->id();
+    line.options = nlohmann::json::object();
+    line.seed = golden.at("seed").get<uint64_t>();
+    line.expected = {{"observation", observation}, {"max_steps", golden.at("max_steps")}};
     return line;
   }
 

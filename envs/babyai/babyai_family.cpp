@@ -69,22 +69,14 @@ class BabyAIReplayer final : public GoldenReplayer {
   }
 
   std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden) override {
+    const nlohmann::json observation = {{"long_term", golden.at("text")}};
+    if (golden.at("type") != "reset") return env_api_step(golden, observation);
     EnvApiLine line;
-    if (golden.at("type") == "reset") {
-      line.is_reset = true;
-      line.env_id = id_;
-      line.options = {{"num_dists", golden.value("num_dists", 0)}};
-      line.seed = golden.at("seed").get<uint64_t>();
-      line.expected = {{"observation", {{"long_term", golden.at("text")}}},
-                       {"goal", golden.at("mission")},
-                       {"max_steps", golden.at("max_steps")}};
-    } else {
-      line.action = golden.at("action").get<int>();
-      line.expected = {{"observation", {{"long_term", golden.at("text")}}},
-                       {"reward", golden.at("reward")},
-                       {"terminated", golden.at("terminated")},
-                       {"truncated", golden.at("truncated")}};
-    }
+    line.is_reset = true;
+    line.env_id = id_;
+    line.options = {{"num_dists", golden.value("num_dists", 0)}};
+    line.seed = golden.at("seed").get<uint64_t>();
+    line.expected = {{"observation", observation}, {"goal", golden.at("mission")}, {"max_steps", golden.at("max_steps")}};
     return line;
   }
 

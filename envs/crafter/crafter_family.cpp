@@ -142,22 +142,16 @@ class CrafterReplayer final : public GoldenReplayer {
    *  from further resets of the same crafter.Env. */
   std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden) override {
     if (!text_ || first_.at("balrog_max_steps") != CrafterConfig{}.balrog_max_steps) return std::nullopt;
+    // A step's `action` is the executed one (the default action for an invalid answer).
+    if (golden.at("type") != "reset") return env_api_step(golden, observation(golden));
+    if (++api_episode_ > 1) return std::nullopt;
     EnvApiLine line;
-    if (golden.at("type") == "reset") {
-      if (++api_episode_ > 1) return std::nullopt;
-      line.is_reset = true;
-      line.env_id = kBalrogId;
-      line.options = {{"area", first_.at("area")}, {"view", first_.at("view")}, {"size", first_.at("size")},
-                      {"length", first_.at("length")}};
-      line.seed = seed_;
-      line.expected = {{"observation", observation(golden)}, {"instruction_prompt", golden.at("instruction_prompt")}};
-    } else {
-      line.action = golden.at("action").get<int>();  // the executed action (the default one for an invalid answer)
-      line.expected = {{"observation", observation(golden)},
-                       {"reward", golden.at("reward")},
-                       {"terminated", golden.at("terminated")},
-                       {"truncated", golden.at("truncated")}};
-    }
+    line.is_reset = true;
+    line.env_id = kBalrogId;
+    line.options = {{"area", first_.at("area")}, {"view", first_.at("view")}, {"size", first_.at("size")},
+                    {"length", first_.at("length")}};
+    line.seed = seed_;
+    line.expected = {{"observation", observation(golden)}, {"instruction_prompt", golden.at("instruction_prompt")}};
     return line;
   }
 
