@@ -330,6 +330,8 @@ TEST_CASE("malformed messages get an error reply and the server keeps serving") 
     REQUIRE(reply.has_value());
     CHECK((*reply)["type"] == "error");
     CHECK((*reply)["message"].get<std::string>().find(c.message_part) != std::string::npos);
+    // The id is echoed whenever it can be read, so a client can tell which request failed.
+    CHECK((*reply)["id"] == (c.payload.find(R"("id":3)") != std::string::npos ? 3 : 0));
     const std::optional<json> pong = raw.exchange(R"({"type":"ping","id":4})");
     REQUIRE(pong.has_value());
     CHECK((*pong)["type"] == "pong");

@@ -82,15 +82,15 @@ void EnvServer::run(const std::atomic<bool>& stop) {
 
 std::string EnvServer::handle(const std::string& client, std::string_view payload) {
   last_seen_[client] = Clock::now();
-  uint64_t id = request_id_of(payload);
+  std::optional<uint64_t> id;  // set once the request decoded
   try {
     const Request request = decode_request(payload, options_.slots);
     id = request.id;
     nlohmann::json body = std::visit([&](const auto& r) { return serve(client, r); }, request.body);
-    return encode_reply(reply_type(request.body), id, std::move(body));
+    return encode_reply(reply_type(request.body), request.id, std::move(body));
   } catch (const std::exception& e) {
     spdlog::debug("env server: error reply to client {}: {}", printable(client), e.what());
-    return encode_error(id, e.what());
+    return encode_error(id ? *id : request_id_of(payload), e.what());
   }
 }
 
