@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "envs/env_outputs.h"
 #include "envs/registry.h"
 
 namespace turnrl::envs {
@@ -23,6 +24,14 @@ bool same_number(const nlohmann::json& a, const nlohmann::json& b) {
   return a.get<int64_t>() == b.get<int64_t>();
 }
 
+std::unique_ptr<GoldenReplayer> find_replayer(const nlohmann::json& first_record) {
+  for (const auto& family : env_families()) {
+    if (!family.replayer) continue;
+    if (auto replayer = family.replayer(first_record)) return replayer;
+  }
+  throw std::runtime_error("the first record matches no known golden format");
+}
+
 }  // namespace
 
 nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line) {
@@ -32,6 +41,16 @@ nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line) {
           {"reward", result.reward},
           {"terminated", result.terminated},
           {"truncated", result.truncated}};
+}
+
+EnvApiLine env_api_step(const nlohmann::json& golden_line, nlohmann::json observation) {
+  EnvApiLine line;
+  line.action = golden_line.at("action").get<int>();
+  line.expected = {{"observation", std::move(observation)},
+                   {"reward", golden_line.at("reward")},
+                   {"terminated", golden_line.at("terminated")},
+                   {"truncated", golden_line.at("truncated")}};
+  return line;
 }
 
 std::optional<FieldMismatch> first_difference(const nlohmann::json& expected, const nlohmann::json& got,
@@ -65,6 +84,17 @@ std::optional<FieldMismatch> first_difference(const nlohmann::json& expected, co
   }
   if (expected == got) return std::nullopt;
   return FieldMismatch{path, short_dump(expected), short_dump(got)};
+}
+
+std::optional<FieldMismatch> first_expected_difference(const nlohmann::json& expected, const nlohmann::json& got,
+                                                       const std::string& path) {
+  if (!expected.is_object() || !got.is_object()) return first_difference(expected, got, path);
+  for (const auto& [key, value] : expected.items()) {
+    const std::string field = path.empty() ? key : path + "." + key;
+    if (!got.contains(key)) return FieldMismatch{field, short_dump(value), "(missing)"};
+    if (auto diff = first_expected_difference(value, got.at(key), field)) return diff;
+  }
+  return std::nullopt;
 }
 
 std::vector<nlohmann::json> read_jsonl(const std::string& path) {
@@ -118,10 +148,11 @@ void write_jsonl_gz(const std::string& path, const std::vector<nlohmann::json>& 
 ReplayReport replay_golden_file(const std::string& path) {
   const std::vector<nlohmann::json> records = read_jsonl(path);
   std::unique_ptr<GoldenReplayer> replayer;
-  for (const auto& family : env_families()) {
-    if (family.replayer && (replayer = family.replayer(records.front()))) break;
+  try {
+    replayer = find_replayer(records.front());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path + ": " + e.what());
   }
-  if (!replayer) throw std::runtime_error(path + ": the first record matches no known golden format");
 
   ReplayReport report;
   bool episode_exact = true;
@@ -168,6 +199,66 @@ ReplayReport replay_golden_file(const std::string& path) {
         episode_exact = false;
         break;
       }
+    }
+  }
+  close_episode();
+  return report;
+}
+
+EnvApiScript env_api_script(const std::vector<nlohmann::json>& records) {
+  if (records.empty()) throw std::runtime_error("golden script: no records");
+  std::unique_ptr<GoldenReplayer> replayer = find_replayer(records.front());
+  EnvApiScript script;
+  script.golden_lines = static_cast<long>(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    std::optional<EnvApiLine> line;
+    try {
+      line = replayer->env_api_line(records[i]);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error("golden line " + std::to_string(i + 1) + ": malformed record: " + e.what());
+    }
+    if (!line) break;
+    if (script.lines.empty() && !line->is_reset) throw std::runtime_error("golden script: step before any reset");
+    script.lines.push_back(std::move(*line));
+  }
+  return script;
+}
+
+ReplayReport replay_env_api_script(const EnvApiScript& script, const EnvMaker& make) {
+  ReplayReport report;
+  std::unique_ptr<Env> env;
+  std::string env_id;
+  nlohmann::json options;
+  bool episode_exact = true;
+  long step_in_episode = 0;
+  auto close_episode = [&] {
+    if (report.episodes > 0 && episode_exact) ++report.exact_episodes;
+  };
+  for (const EnvApiLine& line : script.lines) {
+    ++report.lines;
+    nlohmann::json got;
+    if (line.is_reset) {
+      close_episode();
+      ++report.episodes;
+      episode_exact = true;
+      step_in_episode = 0;
+      if (!env || line.env_id != env_id || line.options != options) {
+        env = nullptr;  // a remote env frees its slot before the next one is created
+        env = make(line.env_id, line.options);
+        env_id = line.env_id;
+        options = line.options;
+      }
+      env->reset(line.seed);
+      got = episode_outputs(*env);
+    } else {
+      ++step_in_episode;
+      got = step_outputs(*env, env->step(line.action));
+    }
+    if (auto diff = first_expected_difference(line.expected, got, "")) {
+      if (episode_exact && !report.first_mismatch) {
+        report.first_mismatch = ReplayMismatch{report.episodes, report.lines, step_in_episode, *diff};
+      }
+      episode_exact = false;
     }
   }
   close_episode();

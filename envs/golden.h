@@ -1,6 +1,7 @@
 #pragma once
 // Golden-trajectory replay: each family turns the inputs of a golden record (seed, action)
 // into its own record; the comparison over the recorded fields is generic.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,18 @@
 #include "envs/env.h"
 
 namespace turnrl::envs {
+
+/** A golden line as plain Env API traffic, so that golden files replay through any Env (a remote
+ *  one included): the call it records and the outputs it records, named as env_outputs.h names them. */
+struct EnvApiLine {
+  bool is_reset = false;
+  std::string env_id;      // reset: the env to use, created again when id or options change
+  nlohmann::json options;  // reset
+  uint64_t seed = 0;       // reset
+  int action = 0;          // step
+  /** A subset of episode_outputs() (reset) or step_outputs() (step). */
+  nlohmann::json expected;
+};
 
 /** Replays one golden file of one family's format. Stateful: lines must come in file order. */
 class GoldenReplayer {
@@ -27,11 +40,18 @@ class GoldenReplayer {
                                                      const nlohmann::json& /*golden_line*/) const {
     return std::nullopt;
   }
+  /** The golden line as Env API traffic; nullopt from the first line the Env API cannot reach
+   *  (e.g. a later episode of a Crafter seed: Env::reset(seed) starts episode 1). File order. */
+  virtual std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden_line) = 0;
 };
 
 /** Steps `env` with the golden line's `action`; returns the fields every step record shares
  *  (action_text, reward, terminated, truncated). */
 nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line);
+
+/** A golden step line as Env API traffic: its `action`, and its `reward`, `terminated` and
+ *  `truncated` with `observation` (the family's reading of the recorded text) as expected outputs. */
+EnvApiLine env_api_step(const nlohmann::json& golden_line, nlohmann::json observation);
 
 /** A difference between a golden field and ours; `path` names the field (e.g. `grid[3]`). */
 struct FieldMismatch {
@@ -43,6 +63,11 @@ struct FieldMismatch {
 /** First difference between `expected` and `got` (numbers compare exactly), or nullopt. */
 std::optional<FieldMismatch> first_difference(const nlohmann::json& expected, const nlohmann::json& got,
                                               const std::string& path);
+
+/** First field of `expected` missing from or different in `got`; objects compare as subsets
+ *  (`got` may hold more keys), everything else as in first_difference. */
+std::optional<FieldMismatch> first_expected_difference(const nlohmann::json& expected, const nlohmann::json& got,
+                                                       const std::string& path);
 
 /** Reads a gzip'd (or plain) JSON Lines file. Throws std::runtime_error naming the file and line. */
 std::vector<nlohmann::json> read_jsonl(const std::string& path);
@@ -65,5 +90,19 @@ struct ReplayReport {
 
 /** Replays every episode of a golden file; throws std::runtime_error for malformed files. */
 ReplayReport replay_golden_file(const std::string& path);
+
+/** A golden file as Env API traffic: its lines up to the first one the Env API cannot reach. */
+struct EnvApiScript {
+  std::vector<EnvApiLine> lines;
+  long golden_lines = 0;  // lines in the file (more than lines.size() when the rest is unreachable)
+};
+/** Throws std::runtime_error for records in no known golden format. */
+EnvApiScript env_api_script(const std::vector<nlohmann::json>& records);
+
+using EnvMaker = std::function<std::unique_ptr<Env>(const std::string& id, const nlohmann::json& options)>;
+/** Runs `script` through envs built by `make` (in-process with make_env, or remote) and compares
+ *  each line's expected outputs with the env's. Script lines are the file's first lines, so the
+ *  report's line numbers are the file's. */
+ReplayReport replay_env_api_script(const EnvApiScript& script, const EnvMaker& make);
 
 }  // namespace turnrl::envs

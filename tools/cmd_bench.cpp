@@ -20,6 +20,7 @@ struct Benchmark {
 const Benchmark kBenchmarks[] = {
     {"env", "single-thread env steps/s with text observations, resets included", bench_env},
     {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
+    {"env-server", "steps/s through an env server vs in-process, batches of 1, 16, 256", bench_env_server},
 #ifdef TURNRL_WITH_TORCH
     {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
     {"rollout", "share of turn time outside the model; pipelined vs lock-step speedup", bench_rollout},

@@ -13,7 +13,7 @@ namespace {
 std::atomic<bool> stop_requested{false};
 
 /** The first SIGINT/SIGTERM asks the loop to finish its iteration and save; a second one kills. */
-extern "C" void request_stop(int signal_number) {
+extern "C" void request_training_stop(int signal_number) {
   stop_requested.store(true);
   std::signal(signal_number, SIG_DFL);
 }
@@ -39,8 +39,8 @@ int run_train(int argc, char** argv) {
   if (iterations > 0) config.run.iterations = iterations;
   if (minutes >= 0) config.run.minutes = minutes;
   trainer::PpoTrainer trainer(config, resume);
-  std::signal(SIGINT, request_stop);
-  std::signal(SIGTERM, request_stop);
+  std::signal(SIGINT, request_training_stop);
+  std::signal(SIGTERM, request_training_stop);
   trainer.train(&stop_requested);
   return 0;
 }

@@ -23,5 +23,6 @@ int run_new_model(int argc, char** argv);
 int run_generate(int argc, char** argv);
 int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
+int run_env_server(int argc, char** argv);
 
 }  // namespace turnrl::tools

@@ -17,6 +17,8 @@ PACKAGES=(
   libpcre2-dev                  # the tokenizer's pre-tokenizer regex
   libutf8proc-dev               # NFC normalisation
   zlib1g-dev                    # gzip'd golden data
+  libzmq3-dev cppzmq-dev        # the env server (turnrl env-server) and its C++ clients
+  python3-zmq                   # the Python env client (tools/python/turnrl_env.py) and its test
   python3 tmux
 )
 

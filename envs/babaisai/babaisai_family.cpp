@@ -114,6 +114,18 @@ class BabaReplayer final : public GoldenReplayer {
     return key == "type" || key == "env_id" || key == "seed" || key == "actions" || key == "t" || key == "action";
   }
 
+  std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden) override {
+    const nlohmann::json observation = {{"long_term", expected_for("text", golden).value_or(golden.at("text"))}};
+    if (golden.at("type") != "reset") return env_api_step(golden, observation);
+    EnvApiLine line;
+    line.is_reset = true;
+    line.env_id = env_->id();
+    line.options = nlohmann::json::object();
+    line.seed = golden.at("seed").get<uint64_t>();
+    line.expected = {{"observation", observation}, {"max_steps", golden.at("max_steps")}};
+    return line;
+  }
+
   /** On a wrapper-reset step the golden text holds BALROG's Python repr of the new observation
    *  (addresses normalised); we emit that observation's text in its place, so the expected text
    *  is the golden one with the repr replaced by the `long_term_context` it contains. */

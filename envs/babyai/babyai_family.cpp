@@ -73,6 +73,18 @@ class BabyAIReplayer final : public GoldenReplayer {
            key == "action";
   }
 
+  std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden) override {
+    const nlohmann::json observation = {{"long_term", golden.at("text")}};
+    if (golden.at("type") != "reset") return env_api_step(golden, observation);
+    EnvApiLine line;
+    line.is_reset = true;
+    line.env_id = id_;
+    line.options = {{"num_dists", golden.value("num_dists", 0)}};
+    line.seed = golden.at("seed").get<uint64_t>();
+    line.expected = {{"observation", observation}, {"goal", golden.at("mission")}, {"max_steps", golden.at("max_steps")}};
+    return line;
+  }
+
  private:
   void add_state(nlohmann::json& out) const {
     const Level& level = env_->level();

@@ -61,7 +61,7 @@ std::unique_ptr<Env> make(const std::string& id, const nlohmann::json& options) 
 class CrafterReplayer final : public GoldenReplayer {
  public:
   CrafterReplayer(const nlohmann::json& first, bool text)
-      : text_(text), seed_(first.at("seed").get<uint64_t>()) {
+      : text_(text), first_(first), seed_(first.at("seed").get<uint64_t>()) {
     CrafterConfig config;
     config.balrog = text;
     config.area = read_pair("golden", "area", first.at("area"), 16);
@@ -138,7 +138,36 @@ class CrafterReplayer final : public GoldenReplayer {
     return !text_ && key == "action";
   }
 
+  /** Only the text format (the plain one records no Env outputs beyond reward), and only its
+   *  first episode: Env::reset(seed) starts episode 1 of a seed, the file's later episodes come
+   *  from further resets of the same crafter.Env. */
+  std::optional<EnvApiLine> env_api_line(const nlohmann::json& golden) override {
+    if (!text_ || first_.at("balrog_max_steps") != CrafterConfig{}.balrog_max_steps) return std::nullopt;
+    // A step's `action` is the executed one (the default action for an invalid answer).
+    if (golden.at("type") != "reset") return env_api_step(golden, observation(golden));
+    if (++api_episode_ > 1) return std::nullopt;
+    EnvApiLine line;
+    line.is_reset = true;
+    line.env_id = kBalrogId;
+    line.options = {{"area", first_.at("area")}, {"view", first_.at("view")}, {"size", first_.at("size")},
+                    {"length", first_.at("length")}};
+    line.seed = seed_;
+    line.expected = {{"observation", observation(golden)}, {"instruction_prompt", golden.at("instruction_prompt")}};
+    return line;
+  }
+
  private:
+  /** The env's text: the golden one without the evaluator's feedback prefix. */
+  static nlohmann::json observation(const nlohmann::json& golden) {
+    const nlohmann::json& text = golden.at("text_obs");
+    std::string long_term = text.at("long_term_context").get<std::string>();
+    const nlohmann::json feedback = golden.value("feedback", nlohmann::json());
+    if (feedback.is_string() && long_term.starts_with(feedback.get<std::string>())) {
+      long_term.erase(0, feedback.get<std::string>().size());
+    }
+    return {{"long_term", long_term}, {"short_term", text.at("short_term_context")}};
+  }
+
   void add_text(nlohmann::json& out, const std::string& feedback) const {
     const TextObservation text = env_->observe_text();
     out["text_obs"] = {{"long_term_context", feedback + text.long_term}, {"short_term_context", text.short_term}};
@@ -189,10 +218,12 @@ class CrafterReplayer final : public GoldenReplayer {
   }
 
   bool text_;
+  nlohmann::json first_;  // the metadata line
   uint64_t seed_;
   std::unique_ptr<CrafterEnv> env_;
   int episode_ = 0;
   long steps_ = 0;
+  int api_episode_ = 0;  // resets seen by env_api_line()
 };
 
 std::unique_ptr<GoldenReplayer> make_replayer(const nlohmann::json& first) {

@@ -1,0 +1,54 @@
+#pragma once
+// The batched client of an env server: one call creates, resets or steps many slots in one message.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "envs/server/protocol.h"
+
+namespace turnrl::envs::server {
+
+/**
+ * One connection to an env server (a DEALER socket), one request at a time; not thread-safe.
+ * Every call waits at most `timeout` for its reply and then throws ServerError, so a dead or hung
+ * server is reported, never waited on forever; a late reply to a timed-out call is discarded.
+ * Error replies also throw ServerError, with the server's message.
+ */
+class EnvClient {
+ public:
+  /** Connects and negotiates the protocol version (hello); throws ServerError on failure. */
+  explicit EnvClient(std::string endpoint, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  const std::string& endpoint() const { return endpoint_; }
+  int version() const { return version_; }
+  int num_slots() const { return num_slots_; }
+
+  /** Heartbeat: proves the server alive and keeps this client's slots from being dropped. */
+  void ping();
+  std::vector<SlotInfo> create(std::vector<CreateItem> items);
+  std::vector<EpisodeStart> reset(std::vector<ResetItem> items);
+  std::vector<StepOutcome> step(std::vector<StepItem> items);
+  void close(std::vector<int> slots);
+  std::string render(int slot);
+  /** The slot env's serialize_state() bytes. */
+  std::string state(int slot);
+  /** A golden file's records as Env API traffic, translated by the server (envs::env_api_script). */
+  EnvApiScript golden_script(std::vector<nlohmann::json> records);
+
+ private:
+  /** Sends `body` and returns the reply's body. */
+  nlohmann::json call(RequestBody body);
+
+  std::string endpoint_;
+  std::chrono::milliseconds timeout_;
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+  uint64_t next_id_ = 0;
+  int version_ = 0;
+  int num_slots_ = 0;
+};
+
+}  // namespace turnrl::envs::server
