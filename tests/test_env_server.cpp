@@ -86,16 +86,13 @@ class ServerProcess {
       line.append(c, n);
     }
     const std::string prefix = "listening on ";
-    REQUIRE_MESSAGE(line.starts_with(prefix), "env-server printed: " << line);
+    if (!line.starts_with(prefix)) {
+      stop();  // the destructor does not run after a failed constructor
+      FAIL("env-server printed: " << line);
+    }
     endpoint_ = line.substr(prefix.size(), line.find('\n') - prefix.size());
   }
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(stdout_);
-  }
+  ~ServerProcess() { stop(); }
   const std::string& endpoint() const { return endpoint_; }
 
   /** Sends `signal` and waits up to `limit` for the exit; the wait status, or nullopt on timeout. */
@@ -114,6 +111,16 @@ class ServerProcess {
   }
 
  private:
+  void stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+    if (stdout_ >= 0) close(stdout_);
+    stdout_ = -1;
+  }
+
   pid_t pid_ = -1;
   int stdout_ = -1;
   std::string endpoint_;

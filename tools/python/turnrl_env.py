@@ -84,7 +84,12 @@ class TurnrlEnv:
     def __init__(self, server, env_id, options=None, timeout=10.0, connection=None):
         self._owns_connection = connection is None
         self.connection = connection or Connection(server, timeout)
-        created = self.connection.call("create", items=[{"env_id": env_id, "options": options or {}}])
+        try:
+            created = self.connection.call("create", items=[{"env_id": env_id, "options": options or {}}])
+        except ServerError:
+            if self._owns_connection:
+                self.connection.close()
+            raise
         result = created["results"][0]
         self.slot = result["slot"]
         self.env_id = result["env_id"]
