@@ -5,6 +5,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "trainer/rewards/group_stats.h"
+
 namespace turnrl::trainer {
 
 std::vector<TurnTargets> dual_discount_gae(const std::vector<TurnSignals>& turns, std::optional<float> bootstrap,
@@ -38,15 +40,21 @@ std::vector<TurnTargets> dual_discount_gae(const std::vector<TurnSignals>& turns
   return out;
 }
 
+namespace {
+
+/** (x - mean) / (std + eps) in place, with the group's mean and unbiased std. */
+void normalise(const std::vector<float*>& entries, double eps) {
+  std::vector<double> values;
+  values.reserve(entries.size());
+  for (const float* x : entries) values.push_back(*x);
+  const rewards::MeanStd stats = rewards::mean_std(values);
+  for (float* x : entries) *x = static_cast<float>((*x - stats.mean) / (stats.std + eps));
+}
+
+}  // namespace
+
 void whiten(std::vector<float*>& entries) {
-  if (entries.size() < 2) return;
-  double mean = 0.0;
-  for (const float* x : entries) mean += *x;
-  mean /= entries.size();
-  double var = 0.0;
-  for (const float* x : entries) var += (*x - mean) * (*x - mean);
-  const double std = std::sqrt(var / (entries.size() - 1));
-  for (float* x : entries) *x = static_cast<float>((*x - mean) / (std + 1e-8));
+  if (entries.size() >= 2) normalise(entries, 1e-8);
 }
 
 namespace {
@@ -80,27 +88,17 @@ TokenRewards reinforce_plus_plus(const TokenRewards& rewards, double gamma) {
 TokenRewards grpo(const TokenRewards& rewards) {
   std::vector<double> totals;
   for (const auto& row : rewards) totals.push_back(std::accumulate(row.begin(), row.end(), 0.0));
-  const double mean = std::accumulate(totals.begin(), totals.end(), 0.0) / totals.size();
-  double var = 0.0;
-  for (double t : totals) var += (t - mean) * (t - mean);
-  const double std = totals.size() > 1 ? std::sqrt(var / (totals.size() - 1)) : 0.0;
+  const rewards::MeanStd stats = rewards::mean_std(totals);
   TokenRewards out = rewards;
   for (size_t i = 0; i < out.size(); ++i) {
-    for (float& x : out[i]) x = static_cast<float>((totals[i] - mean) / (std + 1e-6));
+    for (float& x : out[i]) x = static_cast<float>((totals[i] - stats.mean) / (stats.std + 1e-6));
   }
   return out;
 }
 
 TokenRewards token_grpo(const TokenRewards& rewards) {
   TokenRewards out = rewards;
-  auto entries = all_entries(out);
-  double mean = 0.0;
-  for (const float* x : entries) mean += *x;
-  mean /= entries.size();
-  double var = 0.0;
-  for (const float* x : entries) var += (*x - mean) * (*x - mean);
-  const double std = entries.size() > 1 ? std::sqrt(var / (entries.size() - 1)) : 0.0;
-  for (float* x : entries) *x = static_cast<float>((*x - mean) / (std + 1e-6));
+  normalise(all_entries(out), 1e-6);
   reverse_cumsum(out);
   return out;
 }

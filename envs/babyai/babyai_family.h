@@ -1,9 +1,17 @@
 #pragma once
+#include "envs/babyai/level.h"
 #include "envs/registry.h"
 
 namespace turnrl::envs::babyai {
 
 /** Ids `babyai/<task>`, option `num_dists` (default 0), and the golden-file replayer. */
 EnvFamily babyai_family();
+
+/** The five BALROG tasks: the id suffix after "babyai/" and the task. */
+struct TaskId {
+  const char* suffix;
+  Task task;
+};
+extern const TaskId kTasks[5];
 
 }  // namespace turnrl::envs::babyai

@@ -1,7 +1,6 @@
 #pragma once
-// Mean and unbiased standard deviation of a group of numbers: the normalisation every group-relative
-// estimator uses. (trainer/advantages.cpp computes the same statistics inline in whiten, grpo and
-// token_grpo; they can share this helper once the trainer links turnrl_rewards.)
+// Mean and unbiased standard deviation of a group of numbers: the normalisation every estimator
+// uses (trainer/advantages.cpp's whitening and group estimators, GiGPO, dynamic sampling).
 #include <vector>
 
 namespace turnrl::trainer::rewards {
