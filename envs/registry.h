@@ -27,6 +27,9 @@ struct EnvFamily {
   /** The actions every env of the family lists (index = native action id), known without building one. */
   std::vector<ActionSpec> actions;
   std::vector<OptionSpec> options;
+  /** The words of the family's texts (prompts, observations, action names), for word-level
+   *  tokenizers such as the tiny preset's; words another family already lists may be left out. */
+  std::vector<std::string> vocabulary;
   /** What of a reply Verlog keeps in the history for this family (verlog.md 4.4). */
   HistoryEntry verlog_history_entry = HistoryEntry::kRawReply;
   /** Builds env `id` with family-specific options (a JSON object; unknown keys are errors). */

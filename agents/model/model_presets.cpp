@@ -2,38 +2,37 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "agents/model/qwen2_model.h"
 #include "agents/model/tokenizer.h"
+#include "envs/registry.h"
 
 namespace turnrl::agents {
 namespace {
 
-// Word-level vocabulary of the tiny preset: what BALROG's prompts, observations and the chat
-// format contain (pre-tokenised as \w+ | [^\w\s]+).
+// The tiny preset's word-level vocabulary (pre-tokenised as \w+ | [^\w\s]+): the chat specials, then
+// the words the env families list for their texts.
 constexpr const char* kTinySpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"};
-constexpr const char* kTinyWords[] = {
-    "!", "'", "(", ")", ",", "-", ".", ":", "<", ">", "?", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
-    "ACTION", "Action", "action", "agent", "Current", "Defaulted", "Finally", "First", "I", "In", "It", "Observation", "Once",
-    "PLAY", "The", "Tips", "You", "Your", "a", "about", "above", "actions", "after", "always", "an", "and", "are",
-    "assistant", "at", "ball", "below", "best", "blue", "box", "by", "can", "carry", "change", "closed", "contain",
-    "course", "description", "desired", "did", "doesn", "door", "drop", "each", "end", "episode", "first", "followed",
-    "following", "form", "forward", "front", "game", "go", "goal", "green", "grey", "have", "holding", "in",
-    "interact", "is", "it", "key", "left", "locked", "make", "manipulate", "message", "moment", "navigation", "next",
-    "no", "not", "object", "observation", "of", "one", "open", "or", "other", "output", "over", "pick", "playing",
-    "possible", "present", "previous", "provide", "purple", "put", "red", "repeat", "right", "s", "same", "see",
-    "sense", "short", "simple", "single", "step", "steps", "system", "t", "take", "terminates", "text", "that", "the",
-    "then", "think", "time", "to", "toggle", "turn", "until", "up", "use", "user", "valid", "wall", "want", "what",
-    "will", "with", "yellow", "you", "turn_left", "turn_right", "go_forward", "pick_up",
-    // BabaIsAI and Crafter words, so the tiny preset serves every env's text.
-    "\"", "[", "]", "`", "/", "Active", "BABA", "Baba", "Coal", "Collect", "Consider", "Cow", "Crafter", "Defeat", "Diamond", "Do", "Drink", "East", "Eat", "Examine", "Furnace", "IS", "Identify", "If", "Iron", "Is", "Make", "Move", "Multiuse", "Noop", "North", "Objects", "Pickaxe", "Place", "Plant", "Property", "Remember", "STOP", "Sapling", "Skeleton", "Sleep", "Sometimes", "South", "Stone", "Subject", "Sword", "Table", "These", "Think", "Up", "WIN", "Wake", "West", "Wood", "YOU", "Zombie", "achievements", "all", "alter", "apart", "around", "as", "baba", "be", "behaviors", "blocks", "breaking", "but", "carefully", "changed", "changing", "coal", "collect", "completely", "completing", "condition", "counts", "cow", "craft", "create", "creatively", "creature", "current", "defined", "diamond", "different", "do", "down", "drink", "east", "energy", "existing", "face", "far", "flat", "food", "for", "formed", "forming", "from", "furnace", "get", "grass", "ground", "health", "hit", "how", "idle", "immovable", "inventory", "involves", "iron", "lake", "lava", "level", "making", "map", "material", "maximum", "move", "moving", "nearby", "new", "north", "nothing", "noting", "objects", "observations", "on", "ones", "only", "path", "pickaxe", "place", "plant", "properties", "push", "puzzle", "reach", "rule", "rules", "sand", "sapling", "similar", "skeleton", "sleep", "sleeping", "solution", "south", "status", "stone", "stop", "stuck", "sword", "table", "this", "tree", "try", "unexpected", "usually", "wait", "water", "ways", "west", "when", "where", "which", "win", "wood", "your", "yourself", "zombie", "died", "arrow"};
+
+/** The tiny preset's words: every registered family's vocabulary, in registry order, once each. */
+std::vector<std::string> tiny_words() {
+  std::vector<std::string> words;
+  std::set<std::string> seen;
+  for (const envs::EnvFamily& family : envs::env_families()) {
+    for (const std::string& word : family.vocabulary) {
+      if (seen.insert(word).second) words.push_back(word);
+    }
+  }
+  return words;
+}
 
 ModelConfig tiny_config() {
   ModelConfig config;
-  config.vocab_size = static_cast<int>(std::size(kTinySpecials) + std::size(kTinyWords));
+  config.vocab_size = static_cast<int>(std::size(kTinySpecials) + tiny_words().size());
   config.hidden_size = 64;
   config.intermediate_size = 256;
   config.num_hidden_layers = 2;
@@ -88,7 +87,7 @@ std::string tiny_tokenizer_json() {
                      {"rstrip", false}, {"normalized", false}, {"special", true}});
     ++id;
   }
-  for (const char* word : kTinyWords) vocab[word] = id++;
+  for (const std::string& word : tiny_words()) vocab[word] = id++;
   nlohmann::ordered_json root;
   root["version"] = "1.0";
   root["added_tokens"] = added;

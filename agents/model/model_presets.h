@@ -15,7 +15,7 @@ const std::vector<std::string>& preset_names();
 /** Throws std::invalid_argument listing the presets for an unknown name. */
 ModelConfig preset_config(const std::string& name);
 
-/** The tiny preset's WordLevel tokenizer.json (chat specials, punctuation, digits, BabyAI/BALROG words). */
+/** The tiny preset's WordLevel tokenizer.json: chat specials and every env family's vocabulary. */
 std::string tiny_tokenizer_json();
 
 /**

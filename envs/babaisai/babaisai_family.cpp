@@ -39,6 +39,16 @@ EnvFamily babaisai_family() {
   for (const LevelId& level : balrog_levels()) family.ids.push_back(std::string(kIdPrefix) + level.name);
   family.actions = BabaIsAIEnv::action_list();
   family.options = describe(options_accepted());
+  // The words of BALROG's BabaIsAI prompts and observations (beyond BabyAI's).
+  family.vocabulary = {
+    "\"", "[", "]", "`", "/", "Active", "BABA", "Baba", "Consider", "Examine", "IS", "Identify", "If", "Is",
+    "Objects", "Property", "Remember", "STOP", "Sometimes", "Subject", "Think", "WIN", "YOU", "all", "alter",
+    "apart", "around", "as", "baba", "be", "behaviors", "blocks", "breaking", "but", "carefully", "changed",
+    "changing", "completely", "condition", "counts", "create", "creatively", "current", "defined",
+    "different", "down", "existing", "for", "formed", "forming", "how", "idle", "immovable", "involves",
+    "level", "making", "map", "move", "moving", "new", "noting", "objects", "on", "ones", "only",
+    "properties", "puzzle", "reach", "rule", "rules", "similar", "solution", "stop", "stuck", "this", "try",
+    "unexpected", "usually", "wait", "ways", "where", "which", "win", "yourself"};
   family.make = make;
   family.replayer = make_golden_replayer;
   return family;

@@ -38,6 +38,21 @@ EnvFamily babyai_family() {
   for (const auto& task : kTasks) family.ids.push_back(std::string("babyai/") + task.suffix);
   family.actions = BabyAIEnv::action_list();
   family.options = describe(options_accepted());
+  // The words of BALROG's BabyAI prompts and observations, and of the prompt harness around them.
+  family.vocabulary = {
+    "!", "'", "(", ")", ",", "-", ".", ":", "<", ">", "?", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
+    "ACTION", "Action", "action", "agent", "Current", "Defaulted", "Finally", "First", "I", "In", "It",
+    "Observation", "Once", "PLAY", "The", "Tips", "You", "Your", "a", "about", "above", "actions", "after",
+    "always", "an", "and", "are", "assistant", "at", "ball", "below", "best", "blue", "box", "by", "can",
+    "carry", "change", "closed", "contain", "course", "description", "desired", "did", "doesn", "door",
+    "drop", "each", "end", "episode", "first", "followed", "following", "form", "forward", "front", "game",
+    "go", "goal", "green", "grey", "have", "holding", "in", "interact", "is", "it", "key", "left", "locked",
+    "make", "manipulate", "message", "moment", "navigation", "next", "no", "not", "object", "observation",
+    "of", "one", "open", "or", "other", "output", "over", "pick", "playing", "possible", "present",
+    "previous", "provide", "purple", "put", "red", "repeat", "right", "s", "same", "see", "sense", "short",
+    "simple", "single", "step", "steps", "system", "t", "take", "terminates", "text", "that", "the", "then",
+    "think", "time", "to", "toggle", "turn", "until", "up", "use", "user", "valid", "wall", "want", "what",
+    "will", "with", "yellow", "you", "turn_left", "turn_right", "go_forward", "pick_up"};
   family.make = make;
   family.replayer = make_golden_replayer;
   return family;

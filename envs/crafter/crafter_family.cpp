@@ -64,6 +64,17 @@ EnvFamily crafter_family() {
                     {"size", "[64, 64] ([256, 256] for crafter/balrog)", "image size [width, height]"},
                     {"length", "10000", "turn limit of an episode (0: unlimited)"}};
   family.verlog_history_entry = HistoryEntry::kReplyWithExecuted;
+  // The words of BALROG's Crafter prompts and observations (beyond BabyAI's and BabaIsAI's).
+  family.vocabulary = {
+    "Coal", "Collect", "Cow", "Crafter", "Defeat", "Diamond", "Do", "Drink", "East", "Eat", "Furnace", "Iron",
+    "Make", "Move", "Multiuse", "Noop", "North", "Pickaxe", "Place", "Plant", "Sapling", "Skeleton", "Sleep",
+    "South", "Stone", "Sword", "Table", "These", "Up", "Wake", "West", "Wood", "Zombie", "achievements",
+    "coal", "collect", "completing", "cow", "craft", "creature", "diamond", "do", "drink", "east", "energy",
+    "face", "far", "flat", "food", "from", "furnace", "get", "grass", "ground", "health", "hit", "inventory",
+    "iron", "lake", "lava", "material", "maximum", "nearby", "north", "nothing", "observations", "path",
+    "pickaxe", "place", "plant", "push", "sand", "sapling", "skeleton", "sleep", "sleeping", "south",
+    "status", "stone", "sword", "table", "tree", "water", "west", "when", "wood", "your", "zombie", "died",
+    "arrow"};
   family.make = make;
   family.replayer = make_golden_replayer;
   return family;
