@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envs/arith/arith_family.h"
+#include "envs/corridor/corridor_family.h"
 #include "envs/babaisai/babaisai_family.h"
 #include "envs/babyai/babyai_family.h"
 #include "envs/crafter/crafter_family.h"
@@ -19,6 +20,7 @@ const std::vector<EnvFamily>& env_families() {
     all.push_back(babaisai::babaisai_family());
     all.push_back(crafter::crafter_family());
     all.push_back(arith::arith_family());
+    all.push_back(corridor::corridor_family());
     return all;
   }();
   return families;

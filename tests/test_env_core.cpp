@@ -170,3 +170,44 @@ TEST_CASE("feedback line is BALROG's") {
   CHECK(invalid_action_feedback("Noop") ==
         "\n\nYour previous output did not contain a valid action. Defaulted to action: Noop\n\nObservation:\n");
 }
+
+TEST_CASE("the skeleton env (corridor): random-playout invariants, seeds, the shortest path wins") {
+  for (const std::string id : {"corridor/short", "corridor/long"}) {
+    auto env = make_env(id);
+    auto twin = make_env(id);
+    std::mt19937_64 rng(7);
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+      INFO(id << " seed " << seed);
+      env->reset(seed);
+      twin->reset(seed);
+      CHECK(env->serialize_state() == twin->serialize_state());  // same seed, same episode
+      CHECK(env->observe_text().long_term.find("The exit is") == 0);
+      int turns = 0;
+      bool done = false;
+      double total = 0;
+      while (!done) {
+        const StepResult step = env->step(std::uniform_int_distribution<int>(0, env->num_actions() - 1)(rng));
+        ++turns;
+        total += step.reward;
+        CHECK((step.reward == 0.0 || step.reward == 1.0));
+        CHECK_FALSE((step.terminated && step.truncated));
+        CHECK(step.terminated == (env->progression() == 1.0));
+        done = step.terminated || step.truncated;
+      }
+      CHECK(turns <= env->max_steps());
+      CHECK(total == env->progression());
+      CHECK_THROWS_AS(env->step(0), std::logic_error);
+      // Following the observation reaches the exit in exactly the distance it names.
+      twin->reset(seed);
+      const std::string text = twin->observe_text().long_term;
+      const int distance = std::stoi(text.substr(std::string("The exit is ").size()));
+      const int toward = text.find("right") != std::string::npos ? 1 : 0;
+      for (int k = 0; k < distance; ++k) {
+        const StepResult step = twin->step(toward);
+        CHECK(step.terminated == (k + 1 == distance));
+      }
+      CHECK(twin->progression() == 1.0);
+    }
+  }
+  CHECK_THROWS_AS(make_env("corridor/short", {{"length", 1}}), std::invalid_argument);
+}

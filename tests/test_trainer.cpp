@@ -438,3 +438,39 @@ TEST_CASE("action tokens: the tokenizer's text ends and the parser's offset agre
   CHECK(before.find("go") == std::string::npos);
   CHECK(tokenizer.decode({ids.begin() + start, ids.end()}).find("go forward") != std::string::npos);
 }
+
+TEST_CASE("each layout runs through train, eval --run and play --run with the run's own turn settings") {
+  const std::string root = "/tmp/turnrl_layout_test";
+  std::filesystem::remove_all(root);
+  struct Case {
+    std::string layout, first_role, marker;
+  };
+  const Case cases[] = {{"balrog", "user", "You always have to output one of the above actions"},
+                        {"verlog", "system", "Please respond in the following format"},
+                        {"compact", "user", "<|im_start|>user\ngo to the"}};
+  for (const Case& c : cases) {
+    INFO(c.layout);
+    const std::string run = root + "/" + c.layout;
+    const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
+                             "env:\n  id: babyai/goto\n  n_env: 2\n  e_len: 2\n"
+                             "turn:\n  layout: " + c.layout + "\n  history: 1\n  reply_format: action-tag\n"
+                             "ppo:\n  minibatch: 4\n  epochs: 1\n"
+                             "run:\n  iterations: 1\n  eval_every: 10\n  eval_episodes: 1\n  out: " + run + "\n";
+    PpoTrainer(TrainConfig::load(write_config("layout-" + c.layout + ".yaml", yaml)), "").train();
+    CHECK(TrainConfig::load(run_config_path(run)).turn.layout == TrainConfig::load(write_config("l2.yaml", yaml)).turn.layout);
+    const auto scored = turnrl::test::run_turnrl("eval --run " + run + " --seeds 3:1 --out " + run + "-eval");
+    REQUIRE_MESSAGE(scored.exit_code == 0, scored.output);
+    std::ifstream episodes(run + "-eval/episodes.jsonl");
+    std::string line;
+    REQUIRE(std::getline(episodes, line));
+    const nlohmann::json prompt = nlohmann::json::parse(line).at("turns").at(0).at("prompt");
+    CHECK(prompt.at(0).at("role") == c.first_role);
+    std::string text;
+    for (const auto& message : prompt) text += "<|im_start|>" + message.at("role").get<std::string>() + "\n" + message.at("content").get<std::string>();
+    if (c.layout != "compact") CHECK(text.find(c.marker) != std::string::npos);
+    const auto played = turnrl::test::run_turnrl("play --run " + run + " --seed 3", ":quit\n");
+    REQUIRE_MESSAGE(played.exit_code == 0, played.output);
+    CHECK(played.output.find(c.marker) != std::string::npos);
+    CHECK(played.output.find("<|im_start|>" + c.first_role + "\n") != std::string::npos);
+  }
+}

@@ -1,5 +1,6 @@
 #include <atomic>
 #include <csignal>
+#include <ctime>
 
 #include <spdlog/spdlog.h>
 
@@ -11,11 +12,24 @@ namespace turnrl::tools {
 namespace {
 
 std::atomic<bool> stop_requested{false};
+std::atomic<int64_t> first_request_ns{0};
 
-/** The first SIGINT/SIGTERM asks the loop to finish its iteration and save; a second one kills. */
+int64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+/** The first SIGINT/SIGTERM asks the loop to finish its iteration and save. A second one kills,
+ *  unless it comes within a second: one signal sent to a process group can arrive twice. */
 extern "C" void request_training_stop(int signal_number) {
-  stop_requested.store(true);
-  std::signal(signal_number, SIG_DFL);
+  const int64_t now = monotonic_ns();
+  if (!stop_requested.exchange(true)) {
+    first_request_ns.store(now);
+  } else if (now - first_request_ns.load() > 1'000'000'000) {
+    std::signal(signal_number, SIG_DFL);
+    std::raise(signal_number);
+  }
 }
 
 }  // namespace
