@@ -13,7 +13,11 @@ TEST_CASE("help and unknown commands") {
   CHECK(help.output.find("replay") != std::string::npos);
   CHECK(run_turnrl("frobnicate").exit_code == 2);
   CHECK(run_turnrl("").exit_code == 2);
-  for (const char* command : {"replay", "play", "bench env", "envs"}) {
+  for (const char* command : {"replay", "play", "bench env", "bench env-server", "envs", "env-server", "tokenize",
+#ifdef TURNRL_WITH_TORCH
+                              "train", "eval", "generate", "new-model", "bench llm", "bench rollout",
+#endif
+                              "bench crafter"}) {
     auto result = run_turnrl(std::string(command) + " --help");
     CHECK_MESSAGE(result.exit_code == 0, command);
     CHECK_MESSAGE(result.output.find("--") != std::string::npos, command);
@@ -39,3 +43,17 @@ TEST_CASE("malformed golden files fail with a message") {
   CHECK(result.output.find("error") != std::string::npos);
   CHECK(run_turnrl("replay --golden /no/such/file.jsonl.gz").exit_code == 2);
 }
+
+#ifdef TURNRL_WITH_TORCH
+TEST_CASE("libtorch errors reach stderr as one line, without a backtrace") {
+  const std::string command = std::string("'") + TURNRL_BINARY + "' generate --model " + turnrl::test::shared_path("models/tiny-qwen2-tied") +
+                              " --prompt hi --device nonsense > /tmp/turnrl_cli_out.txt 2> /tmp/turnrl_cli_err.txt";
+  CHECK(WEXITSTATUS(std::system(command.c_str())) == 1);
+  std::ifstream err("/tmp/turnrl_cli_err.txt"), out("/tmp/turnrl_cli_out.txt");
+  const std::string err_text((std::istreambuf_iterator<char>(err)), {}), out_text((std::istreambuf_iterator<char>(out)), {});
+  CHECK(err_text.rfind("turnrl generate: error: ", 0) == 0);
+  CHECK(err_text.find("device") != std::string::npos);
+  CHECK(err_text.find('\n') == err_text.size() - 1);
+  CHECK(out_text.empty());
+}
+#endif
