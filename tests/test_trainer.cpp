@@ -474,3 +474,32 @@ TEST_CASE("each layout runs through train, eval --run and play --run with the ru
     CHECK(played.output.find("<|im_start|>" + c.first_role + "\n") != std::string::npos);
   }
 }
+
+TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rollout records") {
+  const std::string root = "/tmp/turnrl_gigpo_test";
+  std::filesystem::remove_all(root);
+  const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
+                           "env:\n  id: corridor/short\n  n_env: 8\n  e_len: 6\n  group_size: 4\n"
+                           "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  invalid_penalty: -0.1\n  invalid_feedback: false\n"
+                           "ppo:\n  estimator: gigpo\n  minibatch: 16\n  epochs: 1\n"
+                           "reward:\n  manager: episode\n"
+                           "run:\n  iterations: 3\n  checkpoint_every: 3\n  eval_every: 3\n  eval_episodes: 2\n  out: " + root + "/run\n";
+  const TrainConfig config = TrainConfig::load(write_config("gigpo.yaml", yaml));
+  CHECK(config.reward.manager == "episode");
+  PpoTrainer(config, "").train();
+  std::ifstream in(root + "/run/metrics.jsonl");
+  int train_lines = 0;
+  for (std::string text; std::getline(in, text);) {
+    const nlohmann::json line = nlohmann::json::parse(text);
+    if (line["type"] != "train") continue;
+    ++train_lines;
+    CHECK_FALSE(line.contains("value_loss"));
+    CHECK(std::isfinite(line["policy_loss"].get<double>()));
+  }
+  CHECK(train_lines == 3);
+  // The episode manager's open episodes travel with the checkpoint.
+  std::ifstream state_file(root + "/run/checkpoint/state.json");
+  CHECK(nlohmann::json::parse(state_file).at("reward_manager").contains("open_episodes"));
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("gigpo-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  normalize_by_length: true\n")),
+                       doctest::Contains("reward.normalize_by_length: applies to reward.manager: episode only"), std::invalid_argument);
+}

@@ -123,14 +123,16 @@ Estimator parse_estimator(const std::string& name) {
                                                           {"reinforce++", Estimator::kReinforcePlusPlus},
                                                           {"grpo", Estimator::kGrpo},
                                                           {"token_grpo", Estimator::kTokenGrpo},
-                                                          {"rloo", Estimator::kRloo}};
+                                                          {"rloo", Estimator::kRloo},
+                                                          {"gigpo", Estimator::kGigpo}};
   const auto found = kNames.find(name);
   if (found == kNames.end()) throw std::invalid_argument("unknown advantage estimator '" + name + "'");
   return found->second;
 }
 
 bool uses_groups(Estimator estimator) {
-  return estimator == Estimator::kGrpo || estimator == Estimator::kTokenGrpo || estimator == Estimator::kRloo;
+  return estimator == Estimator::kGrpo || estimator == Estimator::kTokenGrpo || estimator == Estimator::kRloo ||
+         estimator == Estimator::kGigpo;
 }
 
 namespace {
@@ -139,6 +141,7 @@ namespace {
 TokenRewards stream_advantages(Estimator estimator, const TokenRewards& samples, const std::vector<uint64_t>& group_keys,
                                double gamma) {
   if (estimator == Estimator::kGae) throw std::invalid_argument("sample_advantages: GAE needs the critic (dual_discount_gae)");
+  if (estimator == Estimator::kGigpo) throw std::invalid_argument("sample_advantages: GiGPO needs anchor states (rewards::gigpo_advantages)");
   if (estimator == Estimator::kReinforcePlusPlus) return reinforce_plus_plus(samples, gamma);
   std::map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < samples.size(); ++i) groups[group_keys[i]].push_back(i);
@@ -191,14 +194,18 @@ TokenRewards sample_advantages(Estimator estimator, const SampleRewards& rewards
   } else {
     out = stream_advantages(estimator, process ? rewards.process : rewards.outcome, group_keys, gamma);
   }
-  for (size_t i = 0; i < n; ++i) {
+  add_penalty_to_go(out, rewards.penalty, gamma);
+  return out;
+}
+
+void add_penalty_to_go(TokenRewards& advantages, const TokenRewards& penalty, double gamma) {
+  for (size_t i = 0; i < advantages.size(); ++i) {
     double to_go = 0.0;
-    for (size_t k = out[i].size(); k-- > 0;) {
-      to_go = rewards.penalty[i][k] + gamma * to_go;
-      out[i][k] += static_cast<float>(to_go);
+    for (size_t k = advantages[i].size(); k-- > 0;) {
+      to_go = penalty[i][k] + gamma * to_go;
+      advantages[i][k] += static_cast<float>(to_go);
     }
   }
-  return out;
 }
 
 }  // namespace turnrl::trainer

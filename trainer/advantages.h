@@ -47,8 +47,9 @@ TokenRewards token_grpo(const TokenRewards& rewards);
 TokenRewards rloo(const TokenRewards& rewards);
 
 /** The critic-free estimators a training config can select instead of GAE. */
-enum class Estimator { kGae, kReinforcePlusPlus, kGrpo, kTokenGrpo, kRloo };
-/** "gae", "reinforce++", "grpo", "token_grpo", "rloo" (std::invalid_argument otherwise). */
+enum class Estimator { kGae, kReinforcePlusPlus, kGrpo, kTokenGrpo, kRloo, kGigpo };
+/** "gae", "reinforce++", "grpo", "token_grpo", "rloo", "gigpo" (std::invalid_argument otherwise).
+ *  GiGPO needs each step's anchor state (trainer/rewards/gigpo.h); the trainer computes it apart. */
 Estimator parse_estimator(const std::string& name);
 bool uses_groups(Estimator estimator);
 
@@ -69,5 +70,8 @@ struct SampleRewards {
  */
 TokenRewards sample_advantages(Estimator estimator, const SampleRewards& rewards, const std::vector<uint64_t>& group_keys,
                                double gamma);
+
+/** Adds each sample's KL-in-reward terms to its advantages as their discounted sum to go. */
+void add_penalty_to_go(TokenRewards& advantages, const TokenRewards& penalty, double gamma);
 
 }  // namespace turnrl::trainer

@@ -31,7 +31,8 @@ void save_checkpoint(const std::string& dir, LearnerState& learner, const Checkp
                           {"elapsed_seconds", state.elapsed_seconds},
                           {"rollout", state.rollout},
                           {"shuffle_rng", rng.str()},
-                          {"curve", curve}}
+                          {"curve", curve},
+                          {"reward_manager", state.reward_manager}}
                .dump(1);
     if (!out.flush()) throw std::runtime_error(temp + "/state.json: write failed");
   }
@@ -56,6 +57,7 @@ CheckpointState load_checkpoint(const std::string& dir, LearnerState& learner) {
     state.iteration = json.at("iteration").get<int>();
     state.elapsed_seconds = json.at("elapsed_seconds").get<double>();
     state.rollout = json.at("rollout");
+    state.reward_manager = json.at("reward_manager");
     std::istringstream(json.at("shuffle_rng").get<std::string>()) >> learner.shuffle_rng;
     for (const auto& p : json.at("curve")) {
       state.curve.push_back({p.at(0).get<double>(), p.at(1).get<int>(), p.at(2).get<double>(), p.at(3).get<std::vector<double>>()});

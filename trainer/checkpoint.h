@@ -17,6 +17,7 @@ struct CheckpointState {
   double elapsed_seconds = 0.0;
   nlohmann::json rollout;        // Rollout::state(): episodes begun and in flight
   std::vector<EvalPoint> curve;  // evaluations so far
+  nlohmann::json reward_manager; // RewardManager::state(): episodes the window cut, with their partial sums
 };
 
 /** `tokenizer_dir`: the model folder whose tokenizer files the saved models carry. */

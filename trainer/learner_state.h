@@ -11,6 +11,7 @@
 
 #include "agents/model/qwen2_model.h"
 #include "trainer/advantages.h"
+#include "trainer/rewards/reward_manager.h"
 #include "trainer/train_config.h"
 
 namespace turnrl::trainer {
@@ -21,6 +22,8 @@ struct LearnerState {
   agents::Qwen2Model actor{nullptr}, critic{nullptr}, reference{nullptr};
   std::unique_ptr<torch::optim::AdamW> actor_optimizer, critic_optimizer;
   Estimator estimator = Estimator::kGae;
+  /** The reward stage's manager (env or episode); its state goes into checkpoints. */
+  std::unique_ptr<rewards::RewardManager> reward_manager;
   /** The restricted vocabulary of the policy (empty: all tokens), in sampling and scoring alike. */
   std::vector<int32_t> allowed_tokens;
   int32_t pad_id = 0;

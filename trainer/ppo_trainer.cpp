@@ -17,6 +17,7 @@
 #include "trainer/learning_curve.h"
 #include "trainer/policy_agent.h"
 #include "trainer/ppo_update.h"
+#include "trainer/reward_stage.h"
 #include "trainer/rollout/evaluation.h"
 #include "trainer/rollout/rollout.h"
 #include "trainer/run_folder.h"
@@ -71,6 +72,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   l.critic_optimizer = make_optimizer(l.critic, c.ppo.critic_lr, c.ppo.weight_decay);
   l.shuffle_rng.seed(c.run.seed);
   l.estimator = parse_estimator(c.ppo.estimator);
+  l.reward_manager = rewards::make_reward_manager(c.reward.manager, c.reward.normalize_by_length);
 
   std::shared_ptr<agents::LanguageModel> policy = agents::LanguageModel::over(l.actor, agents::Tokenizer::load(path));
   l.allowed_tokens = action_vocabulary(c, policy->tokenizer());
@@ -86,6 +88,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   rollout.first_episode_seed = c.run.train_seed + c.run.seed * 10'000'000ULL;  // far from the evaluation seeds
   rollout.group_size = c.env.group_size;
   rollout.turn = c.turn;
+  rollout.record_state_hashes = l.estimator == Estimator::kGigpo;
   s.rollout = std::make_unique<Rollout>(
       [&c](int slot) {
         const size_t task = static_cast<size_t>(slot / c.env.group_size) % c.env.ids.size();
@@ -98,6 +101,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
     s.elapsed_before = state.elapsed_seconds;
     s.rollout->restore(state.rollout);
     s.curve = state.curve;
+    l.reward_manager->load_state(state.reward_manager);
     spdlog::info("resumed from {} at iteration {}", checkpoint, s.iteration);
   }
 }
@@ -149,7 +153,8 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   };
   auto checkpoint_now = [&] {
     last_checkpoint = s.iteration;
-    save_checkpoint(c.run.out + "/checkpoint", l, CheckpointState{s.iteration, elapsed(), s.rollout->state(), s.curve}, c.to_yaml(),
+    save_checkpoint(c.run.out + "/checkpoint", l,
+                    CheckpointState{s.iteration, elapsed(), s.rollout->state(), s.curve, l.reward_manager->state()}, c.to_yaml(),
                     s.base_model());
   };
 
@@ -158,8 +163,9 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     if (c.ppo.critic_warmup_iterations > 0 && l.uses_critic()) {
       // Warm-up: one large collection, the critic alone fitted on it several times.
       const RolloutBatch batch = s.rollout->collect(c.env.e_len * c.ppo.critic_warmup_multiplier);
+      const rewards::TurnTokenRewards token_rewards = assign_token_rewards(*l.reward_manager, batch);
       for (int w = 0; w < c.ppo.critic_warmup_iterations && !stopping(); ++w) {
-        const TrainingTargets targets = compute_targets(l, batch);
+        const TrainingTargets targets = compute_targets(l, batch, token_rewards);
         const nlohmann::json m = ppo_update(l, batch, targets, false, static_cast<size_t>(c.env.n_env) * c.env.e_len * 4);
         metrics << nlohmann::json{{"type", "critic_warmup"}, {"step", w}, {"value_loss", m["value_loss"]}}.dump() << "\n";
         spdlog::info("critic warm-up {}/{} | value loss {:.4f}", w + 1, c.ppo.critic_warmup_iterations, m["value_loss"].get<double>());
@@ -171,7 +177,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     const auto iteration_start = Clock::now();
     const RolloutBatch batch = s.rollout->collect();
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
-    const TrainingTargets targets = compute_targets(l, batch);
+    const TrainingTargets targets = compute_targets(l, batch, assign_token_rewards(*l.reward_manager, batch));
     nlohmann::json m = ppo_update(l, batch, targets, true, batch.turns.size());
     ++s.iteration;
     double success = 0, reward = 0;

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "agents/model/generation.h"
+#include "trainer/rewards/gigpo.h"
 
 namespace turnrl::trainer {
 namespace {
@@ -87,8 +88,9 @@ std::vector<std::optional<float>> bootstrap_values(LearnerState& learner, const 
 }
 
 /** Dual-discount GAE per slot with the critic's values and V(s_T+1) bootstraps; advantages whitened.
- *  Token rewards: the KL penalties, plus the env reward on each turn's last token. */
-void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties, TrainingTargets& t) {
+ *  Token rewards: the KL penalties plus the reward stage's. */
+void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties,
+                 const rewards::TurnTokenRewards& token_rewards, TrainingTargets& t) {
   const std::vector<std::optional<float>> bootstrap = bootstrap_values(learner, batch);
   const TrainConfig::Ppo& ppo = learner.config.ppo;
   const GaeParams gae{ppo.step_gamma, ppo.step_lambda, ppo.token_gamma, ppo.token_lambda};
@@ -100,7 +102,7 @@ void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::ve
       TurnSignals sig;
       sig.values = t.old_values[i];
       sig.rewards = penalties[i];
-      if (!sig.rewards.empty()) sig.rewards.back() += static_cast<float>(batch.turns[i].reward);
+      for (size_t k = 0; k < sig.rewards.size(); ++k) sig.rewards[k] += token_rewards[i][k];
       sig.rewards.push_back(0.0f);  // the state after the last token
       sig.done = batch.turns[i].done();
       value_sum += sig.values.front();
@@ -122,44 +124,107 @@ void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::ve
   t.mean_value = value_sum / std::max<size_t>(1, batch.turns.size());
 }
 
-/** A critic-free estimator over the collection's episode segments (a slot's consecutive turns of
- *  one episode), grouped by start state: the task and episode seed. */
-void sample_targets(const LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties,
-                    TrainingTargets& t) {
-  const TrainConfig& config = learner.config;
-  SampleRewards samples;
-  std::vector<uint64_t> keys;
-  std::vector<std::vector<size_t>> rows;  // turns of each sample, in order
+/** A slot's consecutive turns of one episode in a collection: the samples of the critic-free
+ *  estimators, grouped by start state (the task and the episode seed). */
+struct Segment {
+  uint64_t group_key = 0;
+  std::vector<size_t> rows;  // in time order
+};
+
+std::vector<Segment> episode_segments(const TrainConfig& config, const RolloutBatch& batch) {
+  std::vector<Segment> segments;
   for (int s = 0; s < batch.n_env; ++s) {
     for (int t_index = 0; t_index < batch.e_len; ++t_index) {
       const size_t i = static_cast<size_t>(t_index) * batch.n_env + s;
       const TurnRecord& turn = batch.turns[i];
       if (t_index == 0 || batch.turns[i - batch.n_env].episode_id != turn.episode_id) {
-        for (TokenRewards* stream : {&samples.outcome, &samples.process, &samples.penalty}) stream->emplace_back();
         const size_t task = static_cast<size_t>(s / config.env.group_size) % config.env.ids.size();
-        keys.push_back(turn.episode_seed * config.env.ids.size() + task);
-        rows.emplace_back();
+        segments.push_back({turn.episode_seed * config.env.ids.size() + task, {}});
       }
-      const size_t length = penalties[i].size();
-      samples.penalty.back().insert(samples.penalty.back().end(), penalties[i].begin(), penalties[i].end());
-      for (TokenRewards* stream : {&samples.outcome, &samples.process}) stream->back().resize(stream->back().size() + length, 0.0f);
-      if (length > 0) (turn.done() ? samples.outcome : samples.process).back().back() = static_cast<float>(turn.reward);
-      rows.back().push_back(i);
+      segments.back().rows.push_back(i);
     }
   }
-  const TokenRewards advantages = sample_advantages(learner.estimator, samples, keys, config.ppo.step_gamma);
-  for (size_t j = 0; j < rows.size(); ++j) {
+  return segments;
+}
+
+/** Concatenates the rows' token values into one sample per segment. */
+TokenRewards per_segment(const std::vector<Segment>& segments, const std::vector<std::vector<float>>& rows) {
+  TokenRewards out;
+  for (const Segment& segment : segments) {
+    out.emplace_back();
+    for (size_t i : segment.rows) out.back().insert(out.back().end(), rows[i].begin(), rows[i].end());
+  }
+  return out;
+}
+
+/** Writes per-segment token advantages back to their turns. */
+void scatter(const std::vector<Segment>& segments, const TokenRewards& advantages, const std::vector<std::vector<float>>& penalties,
+             TrainingTargets& t) {
+  for (size_t j = 0; j < segments.size(); ++j) {
     auto from = advantages[j].begin();
-    for (size_t i : rows[j]) {
+    for (size_t i : segments[j].rows) {
       t.advantages[i].assign(from, from + static_cast<long>(penalties[i].size()));
       from += static_cast<long>(penalties[i].size());
     }
   }
 }
 
+/** A critic-free estimator over the collection's episode segments. A turn's last token reward is
+ *  the outcome when the episode ends there, every other token reward is a process reward. */
+void sample_targets(const LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties,
+                    const rewards::TurnTokenRewards& token_rewards, TrainingTargets& t) {
+  const std::vector<Segment> segments = episode_segments(learner.config, batch);
+  std::vector<std::vector<float>> outcome(batch.turns.size()), process(batch.turns.size());
+  for (size_t i = 0; i < batch.turns.size(); ++i) {
+    process[i] = token_rewards[i];
+    outcome[i].assign(process[i].size(), 0.0f);
+    if (batch.turns[i].done() && !process[i].empty()) std::swap(outcome[i].back(), process[i].back());
+  }
+  SampleRewards samples{per_segment(segments, outcome), per_segment(segments, process), per_segment(segments, penalties)};
+  std::vector<uint64_t> keys;
+  for (const Segment& segment : segments) keys.push_back(segment.group_key);
+  scatter(segments, sample_advantages(learner.estimator, samples, keys, learner.config.ppo.step_gamma), penalties, t);
+}
+
+/** GiGPO over the episode segments: each turn's reward is its token rewards' sum, its anchor state
+ *  the state hash the rollout recorded; the combined advantage covers every token of the turn, the
+ *  KL terms are added as their discounted sum to go (as for the other critic-free estimators). */
+void gigpo_targets(const LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties,
+                   const rewards::TurnTokenRewards& token_rewards, TrainingTargets& t) {
+  const TrainConfig::Ppo& ppo = learner.config.ppo;
+  const std::vector<Segment> segments = episode_segments(learner.config, batch);
+  std::vector<rewards::GigpoEpisode> episodes;
+  for (const Segment& segment : segments) {
+    rewards::GigpoEpisode episode;
+    episode.group_key = segment.group_key;
+    for (size_t i : segment.rows) {
+      double reward = 0.0;
+      for (float r : token_rewards[i]) reward += r;
+      episode.rewards.push_back(reward);
+      episode.states.push_back(batch.turns[i].state_hash);
+    }
+    episodes.push_back(std::move(episode));
+  }
+  rewards::GigpoParams params;
+  params.gamma = ppo.gigpo_gamma;
+  params.step_weight = ppo.gigpo_step_weight;
+  params.normalisation = ppo.gigpo_mean_norm ? rewards::GigpoNormalisation::kMean : rewards::GigpoNormalisation::kMeanStd;
+  const auto advantages = rewards::gigpo_advantages(episodes, params);
+  TokenRewards per_token(segments.size());
+  for (size_t j = 0; j < segments.size(); ++j) {
+    for (size_t step = 0; step < segments[j].rows.size(); ++step) {
+      const size_t length = penalties[segments[j].rows[step]].size();
+      per_token[j].insert(per_token[j].end(), length, static_cast<float>(advantages[j][step].combined));
+    }
+  }
+  add_penalty_to_go(per_token, per_segment(segments, penalties), ppo.step_gamma);
+  scatter(segments, per_token, penalties, t);
+}
+
 }  // namespace
 
-TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch) {
+TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const rewards::TurnTokenRewards& token_rewards) {
+  if (token_rewards.size() != batch.turns.size()) throw std::invalid_argument("compute_targets: one row of token rewards per turn");
   torch::NoGradGuard no_grad;
   TrainingTargets t;
   std::vector<std::vector<float>> ref_logprobs;
@@ -168,9 +233,11 @@ TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch
   t.advantages.resize(batch.turns.size());
   t.returns.resize(batch.turns.size());
   if (learner.uses_critic()) {
-    gae_targets(learner, batch, penalties, t);
+    gae_targets(learner, batch, penalties, token_rewards, t);
+  } else if (learner.estimator == Estimator::kGigpo) {
+    gigpo_targets(learner, batch, penalties, token_rewards, t);
   } else {
-    sample_targets(learner, batch, penalties, t);
+    sample_targets(learner, batch, penalties, token_rewards, t);
   }
   return t;
 }

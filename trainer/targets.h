@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trainer/learner_state.h"
+#include "trainer/rewards/reward_manager.h"
 #include "trainer/rollout/rollout_buffer.h"
 
 namespace turnrl::trainer {
@@ -19,6 +20,7 @@ struct TrainingTargets {
   double mean_value = 0.0;
 };
 
-TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch);
+/** `token_rewards`: the reward stage's rows for `batch` (trainer/reward_stage.h). */
+TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const rewards::TurnTokenRewards& token_rewards);
 
 }  // namespace turnrl::trainer

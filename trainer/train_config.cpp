@@ -66,7 +66,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   ppo.read("step_lambda", c.ppo.step_lambda, unit_interval(), "must be in [0, 1]");
   ppo.read("token_gamma", c.ppo.token_gamma, unit_interval(), "must be in [0, 1]");
   ppo.read("token_lambda", c.ppo.token_lambda, unit_interval(), "must be in [0, 1]");
-  const std::vector<std::string> estimators = {"gae", "reinforce++", "grpo", "token_grpo", "rloo"};
+  const std::vector<std::string> estimators = {"gae", "reinforce++", "grpo", "token_grpo", "rloo", "gigpo"};
   ppo.read("estimator", c.ppo.estimator, one_of(estimators), "must be " + list_names(estimators));
   if (uses_groups(parse_estimator(c.ppo.estimator)) && c.env.group_size < 2) {
     ppo.fail("estimator", "'" + c.ppo.estimator + "' compares episodes of one start state: set env.group_size >= 2");
@@ -74,11 +74,22 @@ TrainConfig TrainConfig::load(const std::string& path) {
   ppo.read("first_token_weight", c.ppo.first_token_weight, positive<double>(), "must be > 0");
   ppo.read("critic_warmup_iterations", c.ppo.critic_warmup_iterations, non_negative<int>(), "must be >= 0");
   ppo.read("critic_warmup_multiplier", c.ppo.critic_warmup_multiplier, positive<int>(), "must be > 0");
+  ppo.read("gigpo_step_weight", c.ppo.gigpo_step_weight, non_negative<double>(), "must be >= 0");
+  ppo.read("gigpo_gamma", c.ppo.gigpo_gamma, unit_interval(), "must be in [0, 1]");
+  ppo.read("gigpo_mean_norm", c.ppo.gigpo_mean_norm);
   ppo.finish();
   const int64_t batch_turns = static_cast<int64_t>(c.env.n_env) * c.env.e_len;
   if (c.ppo.minibatch > batch_turns) {
     ppo.fail("minibatch", "must be at most the batch of env.n_env x env.e_len = " + std::to_string(batch_turns) + " turns, got " +
                               std::to_string(c.ppo.minibatch));
+  }
+
+  ConfigSection reward = root.section("reward");
+  reward.read("manager", c.reward.manager, one_of({"env", "episode"}), "must be env or episode");
+  reward.read("normalize_by_length", c.reward.normalize_by_length);
+  reward.finish();
+  if (c.reward.normalize_by_length && c.reward.manager != "episode") {
+    reward.fail("normalize_by_length", "applies to reward.manager: episode only");
   }
 
   ConfigSection run = root.section("run");
@@ -118,12 +129,15 @@ std::string TrainConfig::to_yaml() const {
       {"clip", ppo.clip},                 {"dual_clip", ppo.dual_clip},     {"value_clip", ppo.value_clip},
       {"grad_clip", ppo.grad_clip},       {"kl_coef", ppo.kl_coef},         {"entropy_coef", ppo.entropy_coef},
       {"step_gamma", ppo.step_gamma},     {"step_lambda", ppo.step_lambda}, {"token_gamma", ppo.token_gamma},
-      {"token_lambda", ppo.token_lambda}, {"first_token_weight", ppo.first_token_weight}};
+      {"token_lambda", ppo.token_lambda}, {"first_token_weight", ppo.first_token_weight},
+      {"gigpo_step_weight", ppo.gigpo_step_weight}, {"gigpo_gamma", ppo.gigpo_gamma}};
   for (const auto& [key, value] : doubles) out << YAML::Key << key << YAML::Value << value;
   out << YAML::Key << "epochs" << YAML::Value << ppo.epochs << YAML::Key << "minibatch" << YAML::Value << ppo.minibatch
       << YAML::Key << "estimator" << YAML::Value << ppo.estimator << YAML::Key << "critic_warmup_iterations" << YAML::Value
       << ppo.critic_warmup_iterations << YAML::Key << "critic_warmup_multiplier" << YAML::Value
-      << ppo.critic_warmup_multiplier << YAML::EndMap;
+      << ppo.critic_warmup_multiplier << YAML::Key << "gigpo_mean_norm" << YAML::Value << ppo.gigpo_mean_norm << YAML::EndMap;
+  out << YAML::Key << "reward" << YAML::Value << YAML::BeginMap << YAML::Key << "manager" << YAML::Value << reward.manager
+      << YAML::Key << "normalize_by_length" << YAML::Value << reward.normalize_by_length << YAML::EndMap;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "iterations" << YAML::Value << run.iterations
       << YAML::Key << "minutes" << YAML::Value << run.minutes << YAML::Key << "seed" << YAML::Value << run.seed << YAML::Key
       << "out" << YAML::Value << run.out << YAML::Key << "checkpoint_every" << YAML::Value << run.checkpoint_every

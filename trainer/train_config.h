@@ -26,7 +26,7 @@ struct TrainConfig {
     int n_env = 32;
     int e_len = 16;
     /** Slots per group of episodes sharing a start state (their k-th episodes share the seed);
-     *  the group estimators (grpo, token_grpo, rloo) need at least 2. Divides n_env. */
+     *  the group estimators (grpo, token_grpo, rloo, gigpo) need at least 2. Divides n_env. */
     int group_size = 1;
   } env;
   /** The turn pipeline's settings (`turn:`), shared with eval and play. */
@@ -44,11 +44,19 @@ struct TrainConfig {
     double grad_clip = 0.5;
     double kl_coef = 0.001, entropy_coef = 0.01;
     double step_gamma = 0.99, step_lambda = 0.95, token_gamma = 1.0, token_lambda = 1.0;
-    std::string estimator = "gae";  // gae (with the critic) | reinforce++ | grpo | token_grpo | rloo
+    std::string estimator = "gae";  // gae (with the critic) | reinforce++ | grpo | token_grpo | rloo | gigpo
+    /** GiGPO (trainer/rewards/gigpo.h): omega, the step returns' discount, mean-only normalisation. */
+    double gigpo_step_weight = 1.0, gigpo_gamma = 0.95;
+    bool gigpo_mean_norm = false;
     double first_token_weight = 3.0;
     int critic_warmup_iterations = 0;
     int critic_warmup_multiplier = 1;
   } ppo;
+  /** The reward stage between the rollout and the estimator (trainer/rewards/). */
+  struct Reward {
+    std::string manager = "env";  // env: each turn's reward on its last token | episode: the episode's sum on its last
+    bool normalize_by_length = false;  // episode: divide the sum by the episode's turn count
+  } reward;
   struct Run {
     int iterations = 100;
     double minutes = 0;  // 0 = no wall-clock limit

@@ -115,6 +115,7 @@ RolloutBatch Rollout::collect(int e_len) {
       record.episode_id = slot.episode_id;
       record.turn_index = slot.env->turn();
       record.episode_seed = slot.env->episode_seed();
+      if (config_.record_state_hashes) record.state_hash = slot.env->env().state_hash();
       const TurnOutcome outcome = slot.env->apply(reply.text);
       record.prompt_ids = std::move(reply.prompt_ids);
       record.response_ids = std::move(reply.response_ids);

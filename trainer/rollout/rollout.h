@@ -35,6 +35,8 @@ struct RolloutConfig {
   /** Divide each turn reward of a finished episode by its length (Verlog: off). Turns of an
    *  episode that started in an earlier collection keep their unscaled reward. */
   bool normalize_reward_by_length = false;
+  /** Record each turn's Env::state_hash() before its action (GiGPO's anchor states). */
+  bool record_state_hashes = false;
 };
 
 /** The first response token whose text reaches past `action_begin` (the reply's byte offset where

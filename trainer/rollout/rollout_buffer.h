@@ -24,6 +24,8 @@ struct TurnRecord {
   /** First response token of the action (after the reply parser's action marker): tokens before
    *  it are reasoning. Equals response_ids.size() when no token holds action text. */
   int action_token_start = 0;
+  /** Env::state_hash() of the state the action was chosen in (when the rollout records them). */
+  std::string state_hash;
   /** Env reward of the step (or the invalid-action penalty), scaled by 1/episode length for
    *  finished episodes when normalisation is on. It belongs on the last response token. */
   double reward = 0.0;
