@@ -503,3 +503,44 @@ TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rol
   CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("gigpo-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  normalize_by_length: true\n")),
                        doctest::Contains("reward.normalize_by_length: applies to reward.manager: episode only"), std::invalid_argument);
 }
+
+TEST_CASE("dynamic sampling drops groups without signal and refills within its tries") {
+  const std::string root = "/tmp/turnrl_dynamic_test";
+  std::filesystem::remove_all(root);
+  // The untrained policy finishes corridor/short only now and then: groups whose segments all got
+  // the same reward are dropped, the others kept.
+  const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
+                           "env:\n  id: corridor/short\n  n_env: 8\n  e_len: 6\n  group_size: 4\n"
+                           "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  invalid_feedback: false\n"
+                           "ppo:\n  estimator: grpo\n  minibatch: 8\n  epochs: 1\n"
+                           "reward:\n  manager: episode\n  dynamic_sampling_tries: 3\n"
+                           "run:\n  iterations: 2\n  eval_every: 10\n  eval_episodes: 1\n  out: " + root + "/run\n";
+  PpoTrainer(TrainConfig::load(write_config("dynamic.yaml", yaml)), "").train();
+  std::ifstream in(root + "/run/metrics.jsonl");
+  int train_lines = 0;
+  size_t all_dropped = 0, all_kept = 0;
+  for (std::string text; std::getline(in, text);) {
+    const nlohmann::json line = nlohmann::json::parse(text);
+    if (line["type"] != "train") continue;
+    ++train_lines;
+    const int tries = line.at("sampling_tries");
+    const size_t wanted = line.at("groups_wanted"), kept = line.at("groups_kept"), dropped = line.at("groups_dropped");
+    CHECK(tries >= 1);
+    CHECK(tries <= 3);
+    CHECK(wanted >= 2u);  // a collection has at least n_env / group_size groups
+    CHECK(kept <= wanted);
+    if (kept < wanted) CHECK(tries == 3);  // refilled until the tries ran out
+    if (tries < 3) CHECK(kept == wanted);  // stopped early only when the batch was full
+    // Only kept groups are trained on: a group is the segments of one start state in one
+    // collection, at most its 4 slots x 6 turns.
+    CHECK(line.at("turns").get<size_t>() <= kept * 4 * 6);
+    CHECK((line.at("turns").get<size_t>() > 0u) == (kept > 0u));
+    all_dropped += dropped;
+    all_kept += kept;
+  }
+  CHECK(train_lines == 2);
+  CHECK(all_dropped > 0u);
+  CHECK(all_kept > 0u);
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("dynamic-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  dynamic_sampling_tries: 2\n")),
+                       doctest::Contains("reward.dynamic_sampling_tries: drops groups without signal"), std::invalid_argument);
+}

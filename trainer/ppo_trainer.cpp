@@ -18,6 +18,7 @@
 #include "trainer/policy_agent.h"
 #include "trainer/ppo_update.h"
 #include "trainer/reward_stage.h"
+#include "trainer/signal_batch.h"
 #include "trainer/rollout/evaluation.h"
 #include "trainer/rollout/rollout.h"
 #include "trainer/run_folder.h"
@@ -175,30 +176,54 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
 
   while (s.iteration < c.run.iterations && (c.run.minutes <= 0 || elapsed() < c.run.minutes * 60.0) && !stopping()) {
     const auto iteration_start = Clock::now();
-    const RolloutBatch batch = s.rollout->collect();
+    RolloutBatch batch;
+    TrainingTargets targets;
+    std::vector<EpisodeSummary> finished_episodes;
+    nlohmann::json sampling = nlohmann::json::object();
+    if (c.reward.dynamic_sampling_tries > 0) {
+      SignalBatch kept = sample_batch_with_signal(
+          c,
+          [&] {
+            ScoredCollection scored;
+            scored.batch = s.rollout->collect();
+            scored.token_rewards = assign_token_rewards(*l.reward_manager, scored.batch);
+            scored.targets = compute_targets(l, scored.batch, scored.token_rewards);
+            return scored;
+          },
+          c.reward.dynamic_sampling_tries);
+      batch = std::move(kept.turns);
+      targets = std::move(kept.targets);
+      finished_episodes = std::move(kept.finished_episodes);
+      sampling = {{"groups_wanted", kept.groups_wanted}, {"groups_kept", kept.groups_kept}, {"groups_dropped", kept.groups_dropped}, {"sampling_tries", kept.tries}};
+    } else {
+      batch = s.rollout->collect();
+      targets = compute_targets(l, batch, assign_token_rewards(*l.reward_manager, batch));
+      finished_episodes = batch.finished_episodes;
+    }
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
-    const TrainingTargets targets = compute_targets(l, batch, assign_token_rewards(*l.reward_manager, batch));
     nlohmann::json m = ppo_update(l, batch, targets, true, batch.turns.size());
+    m.update(sampling);
     ++s.iteration;
     double success = 0, reward = 0;
-    for (const auto& e : batch.finished_episodes) {
+    for (const auto& e : finished_episodes) {
       success += e.progression;
       reward += e.episode_return;
     }
-    const size_t finished = batch.finished_episodes.size();
+    const size_t finished = finished_episodes.size();
     int invalid_turns = 0;
     for (const auto& t : batch.turns) invalid_turns += !t.valid_action;
     const double seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
+    const size_t turns_trained = std::max<size_t>(1, batch.turns.size());
     m["type"] = "train";
     m["iteration"] = s.iteration;
     m["minutes"] = elapsed() / 60.0;
     m["turns"] = batch.turns.size();
-    m["turns_per_s"] = batch.turns.size() / seconds;
+    m["turns_per_s"] = batch.turns.size() / seconds;  // turns trained on per second
     m["rollout_share"] = rollout_seconds / seconds;
     m["episodes"] = finished;
     m["success"] = finished ? success / finished : 0.0;
     m["episode_reward"] = finished ? reward / finished : 0.0;
-    m["invalid_rate"] = static_cast<double>(invalid_turns) / batch.turns.size();
+    m["invalid_rate"] = static_cast<double>(invalid_turns) / turns_trained;
     m["kl_reasoning"] = targets.kl_reasoning;
     m["kl_action"] = targets.kl_action;
     m["mean_value"] = targets.mean_value;

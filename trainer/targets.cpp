@@ -124,29 +124,6 @@ void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::ve
   t.mean_value = value_sum / std::max<size_t>(1, batch.turns.size());
 }
 
-/** A slot's consecutive turns of one episode in a collection: the samples of the critic-free
- *  estimators, grouped by start state (the task and the episode seed). */
-struct Segment {
-  uint64_t group_key = 0;
-  std::vector<size_t> rows;  // in time order
-};
-
-std::vector<Segment> episode_segments(const TrainConfig& config, const RolloutBatch& batch) {
-  std::vector<Segment> segments;
-  for (int s = 0; s < batch.n_env; ++s) {
-    for (int t_index = 0; t_index < batch.e_len; ++t_index) {
-      const size_t i = static_cast<size_t>(t_index) * batch.n_env + s;
-      const TurnRecord& turn = batch.turns[i];
-      if (t_index == 0 || batch.turns[i - batch.n_env].episode_id != turn.episode_id) {
-        const size_t task = static_cast<size_t>(s / config.env.group_size) % config.env.ids.size();
-        segments.push_back({turn.episode_seed * config.env.ids.size() + task, {}});
-      }
-      segments.back().rows.push_back(i);
-    }
-  }
-  return segments;
-}
-
 /** Concatenates the rows' token values into one sample per segment. */
 TokenRewards per_segment(const std::vector<Segment>& segments, const std::vector<std::vector<float>>& rows) {
   TokenRewards out;
@@ -222,6 +199,22 @@ void gigpo_targets(const LearnerState& learner, const RolloutBatch& batch, const
 }
 
 }  // namespace
+
+std::vector<Segment> episode_segments(const TrainConfig& config, const RolloutBatch& batch) {
+  std::vector<Segment> segments;
+  for (int s = 0; s < batch.n_env; ++s) {
+    for (int t_index = 0; t_index < batch.e_len; ++t_index) {
+      const size_t i = static_cast<size_t>(t_index) * batch.n_env + s;
+      const TurnRecord& turn = batch.turns[i];
+      if (t_index == 0 || batch.turns[i - batch.n_env].episode_id != turn.episode_id) {
+        const size_t task = static_cast<size_t>(s / config.env.group_size) % config.env.ids.size();
+        segments.push_back({turn.episode_seed * config.env.ids.size() + task, {}});
+      }
+      segments.back().rows.push_back(i);
+    }
+  }
+  return segments;
+}
 
 TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const rewards::TurnTokenRewards& token_rewards) {
   if (token_rewards.size() != batch.turns.size()) throw std::invalid_argument("compute_targets: one row of token rewards per turn");

@@ -20,6 +20,14 @@ struct TrainingTargets {
   double mean_value = 0.0;
 };
 
+/** A slot's consecutive turns of one episode in a collection: the samples of the critic-free
+ *  estimators, grouped by start state (the task and the episode seed). */
+struct Segment {
+  uint64_t group_key = 0;
+  std::vector<size_t> rows;  // in time order
+};
+std::vector<Segment> episode_segments(const TrainConfig& config, const RolloutBatch& batch);
+
 /** `token_rewards`: the reward stage's rows for `batch` (trainer/reward_stage.h). */
 TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const rewards::TurnTokenRewards& token_rewards);
 

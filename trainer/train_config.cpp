@@ -87,7 +87,11 @@ TrainConfig TrainConfig::load(const std::string& path) {
   ConfigSection reward = root.section("reward");
   reward.read("manager", c.reward.manager, one_of({"env", "episode"}), "must be env or episode");
   reward.read("normalize_by_length", c.reward.normalize_by_length);
+  reward.read("dynamic_sampling_tries", c.reward.dynamic_sampling_tries, non_negative<int>(), "must be >= 0 (0: off)");
   reward.finish();
+  if (c.reward.dynamic_sampling_tries > 0 && !uses_groups(parse_estimator(c.ppo.estimator))) {
+    reward.fail("dynamic_sampling_tries", "drops groups without signal: set ppo.estimator to a group estimator (grpo, token_grpo, rloo, gigpo)");
+  }
   if (c.reward.normalize_by_length && c.reward.manager != "episode") {
     reward.fail("normalize_by_length", "applies to reward.manager: episode only");
   }
@@ -137,7 +141,8 @@ std::string TrainConfig::to_yaml() const {
       << ppo.critic_warmup_iterations << YAML::Key << "critic_warmup_multiplier" << YAML::Value
       << ppo.critic_warmup_multiplier << YAML::Key << "gigpo_mean_norm" << YAML::Value << ppo.gigpo_mean_norm << YAML::EndMap;
   out << YAML::Key << "reward" << YAML::Value << YAML::BeginMap << YAML::Key << "manager" << YAML::Value << reward.manager
-      << YAML::Key << "normalize_by_length" << YAML::Value << reward.normalize_by_length << YAML::EndMap;
+      << YAML::Key << "normalize_by_length" << YAML::Value << reward.normalize_by_length << YAML::Key << "dynamic_sampling_tries"
+      << YAML::Value << reward.dynamic_sampling_tries << YAML::EndMap;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "iterations" << YAML::Value << run.iterations
       << YAML::Key << "minutes" << YAML::Value << run.minutes << YAML::Key << "seed" << YAML::Value << run.seed << YAML::Key
       << "out" << YAML::Value << run.out << YAML::Key << "checkpoint_every" << YAML::Value << run.checkpoint_every

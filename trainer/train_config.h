@@ -56,6 +56,8 @@ struct TrainConfig {
   struct Reward {
     std::string manager = "env";  // env: each turn's reward on its last token | episode: the episode's sum on its last
     bool normalize_by_length = false;  // episode: divide the sum by the episode's turn count
+    /** DAPO's dynamic sampling: collections per update at most (0: off; group estimators only). */
+    int dynamic_sampling_tries = 0;
   } reward;
   struct Run {
     int iterations = 100;
