@@ -23,6 +23,11 @@ EnvClient::EnvClient(std::string endpoint, std::chrono::milliseconds timeout)
 
 void EnvClient::ping() { call(PingRequest{}); }
 
+void EnvClient::disconnect() {
+  const std::lock_guard lock(mutex_);
+  socket_.close();
+}
+
 std::vector<SlotInfo> EnvClient::create(std::vector<CreateItem> items) {
   return decode_slot_infos(call(CreateRequest{std::move(items)}));
 }
@@ -65,6 +70,8 @@ EnvApiScript EnvClient::golden_script(std::vector<nlohmann::json> records) {
 
 nlohmann::json EnvClient::call(RequestBody body) {
   using Clock = std::chrono::steady_clock;
+  const std::lock_guard lock(mutex_);
+  if (socket_.handle() == nullptr) throw ServerError("env server " + endpoint_ + ": disconnected after an earlier failure");
   const uint64_t id = ++next_id_;
   const std::string type(reply_type(body));
   const std::string failure = "env server " + endpoint_ + ": no reply to '" + std::string(request_type(body)) +
