@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -19,6 +20,7 @@
 #include "trainer/ppo_update.h"
 #include "trainer/rollout/evaluation.h"
 #include "trainer/rollout/rollout.h"
+#include "trainer/rollout/worker_env.h"
 #include "trainer/run_folder.h"
 #include "trainer/targets.h"
 
@@ -86,9 +88,16 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   rollout.first_episode_seed = c.run.train_seed + c.run.seed * 10'000'000ULL;  // far from the evaluation seeds
   rollout.group_size = c.env.group_size;
   rollout.turn = c.turn;
+  std::shared_ptr<WorkerPool> workers;
+  if (!c.env.workers.empty()) {
+    using Ms = std::chrono::milliseconds;
+    workers = std::make_shared<WorkerPool>(WorkerPoolOptions{c.env.workers, Ms(std::lround(c.env.worker_timeout * 1000)),
+                                                             Ms(std::lround(c.env.worker_heartbeat * 1000))});
+  }
   s.rollout = std::make_unique<Rollout>(
-      [&c](int slot) {
+      [&c, workers](int slot) -> std::unique_ptr<envs::Env> {
         const size_t task = static_cast<size_t>(slot / c.env.group_size) % c.env.ids.size();
+        if (workers) return std::make_unique<WorkerEnv>(workers, slot % workers->size(), c.env.ids[task], c.env.options);
         return envs::make_env(c.env.ids[task], c.env.options);
       },
       *s.sampler, rollout);
@@ -170,6 +179,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   while (s.iteration < c.run.iterations && (c.run.minutes <= 0 || elapsed() < c.run.minutes * 60.0) && !stopping()) {
     const auto iteration_start = Clock::now();
     const RolloutBatch batch = s.rollout->collect();
+    for (const EpisodeRestart& restart : batch.restarts) spdlog::warn("{}", describe(restart));
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     const TrainingTargets targets = compute_targets(l, batch);
     nlohmann::json m = ppo_update(l, batch, targets, true, batch.turns.size());
@@ -196,6 +206,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m["kl_reasoning"] = targets.kl_reasoning;
     m["kl_action"] = targets.kl_action;
     m["mean_value"] = targets.mean_value;
+    if (!batch.restarts.empty()) m["restarts"] = restarts_json(batch.restarts);
     metrics << m.dump() << "\n" << std::flush;
     const double per_iteration = elapsed() / std::max(1, s.iteration);
     double eta = (c.run.iterations - s.iteration) * per_iteration;
