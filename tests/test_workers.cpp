@@ -69,7 +69,8 @@ class TriggerAgent : public agents::RandomAgent {
 /** (episode id, turn index) of every turn; fails on a duplicate. */
 void add_turns(const trainer::RolloutBatch& batch, std::set<std::pair<uint64_t, int>>& seen) {
   for (const auto& turn : batch.turns) {
-    CHECK_MESSAGE(seen.emplace(turn.episode_id, turn.turn_index).second, "duplicate turn ", turn.episode_id, "/", turn.turn_index);
+    const bool first = seen.emplace(turn.episode_id, turn.turn_index).second;
+    CHECK_MESSAGE(first, "duplicate turn ", turn.episode_id, "/", turn.turn_index);
   }
 }
 
@@ -211,6 +212,28 @@ TEST_CASE("a worker that comes back takes new episodes again") {
   CHECK(pool->envs_on(1) == 3);
 }
 
+TEST_CASE("a server restarted before anyone noticed: its slots restart there, the worker stays up") {
+  auto restarted = std::make_unique<ServerProcess>();
+  ServerProcess steady;
+  const std::string endpoint = restarted->endpoint();
+  auto pool = pool_over({endpoint, steady.endpoint()});
+  agents::RandomAgent agent;
+  trainer::Rollout rollout(remote_envs(pool), agent, small_config());
+  rollout.collect();
+  REQUIRE(restarted->signal_and_wait(SIGKILL, 5s).has_value());
+  restarted = std::make_unique<ServerProcess>("", endpoint);
+  std::this_thread::sleep_for(300ms);  // the connection comes back by itself (ZeroMQ reconnects)
+  REQUIRE(pool->is_up(0));
+  const trainer::RolloutBatch batch = rollout.collect();
+  REQUIRE(batch.restarts.size() == 3u);
+  for (const auto& restart : batch.restarts) {
+    CHECK_MESSAGE(restart.reason.find("holds no env") != std::string::npos, restart.reason);
+  }
+  CHECK(pool->is_up(0));
+  CHECK(pool->envs_on(0) == 3);
+  CHECK(pool->envs_on(1) == 3);
+}
+
 TEST_CASE("a step on a lost env restarts the slot's episode, in-process too") {
   // Slot 0's env is lost on its 5th step of the run: the rollout's side without servers.
   class LosingEnv : public test::CountingEnv {
@@ -284,7 +307,8 @@ TEST_CASE("env.workers is validated with the config") {
   CHECK_THROWS_WITH_AS(load_with("  workers: ['tcp://127.0.0.1:*']\n"), doctest::Contains("needs a port"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(load_with("  workers: [tcp://a:1, tcp://a:1]\n"), doctest::Contains("'tcp://a:1' is listed twice"),
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(load_with("  worker_timeout: 0\n"), doctest::Contains("env.worker_timeout: must be > 0"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(load_with("  worker_timeout: 0\n"), doctest::Contains("env.worker_timeout: must be > 0"),
+                       std::invalid_argument);
   std::remove(path.c_str());
 }
 
@@ -292,4 +316,23 @@ TEST_CASE("a pool with no live worker is a clear error") {
   CHECK_THROWS_WITH_AS(trainer::WorkerPool(trainer::WorkerPoolOptions{{"tcp://127.0.0.1:1"}, 300ms, 100ms}),
                        doctest::Contains("no env worker answers: tcp://127.0.0.1:1: env server tcp://127.0.0.1:1: no reply"),
                        std::runtime_error);
+}
+
+TEST_CASE("a full worker passes new envs on; when every worker is full the error says why") {
+  ServerProcess first, second;  // 8 slots each
+  auto pool = pool_over({first.endpoint(), second.endpoint()});
+  std::vector<std::unique_ptr<trainer::WorkerEnv>> envs;
+  for (int i = 0; i < 12; ++i) envs.push_back(std::make_unique<trainer::WorkerEnv>(pool, 0, kEnv, kOptions));
+  CHECK(pool->envs_on(0) == 8);
+  CHECK(pool->envs_on(1) == 4);
+  CHECK(pool->is_up(0));  // refusing is no failure
+  for (int i = 0; i < 4; ++i) envs.push_back(std::make_unique<trainer::WorkerEnv>(pool, 1, kEnv, kOptions));
+  CHECK_THROWS_WITH_AS(trainer::WorkerEnv(pool, 0, kEnv, kOptions), doctest::Contains("no env worker can take it"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(trainer::WorkerEnv(pool, 0, kEnv, kOptions), doctest::Contains("no free slot"), std::runtime_error);
+  envs.pop_back();
+  trainer::WorkerEnv last(pool, 0, kEnv, kOptions);
+  CHECK(last.worker() == 1);
+  last.reset(3);
+  CHECK(last.step(0).reward == 0.0);
 }

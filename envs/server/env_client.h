@@ -15,9 +15,9 @@ namespace turnrl::envs::server {
 /**
  * One connection to an env server (a DEALER socket), one request at a time: calls from several
  * threads are serialised (a heartbeat thread may ping while a rollout steps the slots).
- * Every call waits at most `timeout` for its reply and then throws ServerError, so a dead or hung
- * server is reported, never waited on forever; a late reply to a timed-out call is discarded.
- * Error replies also throw ServerError, with the server's message.
+ * Every call waits at most `timeout` for its reply and then throws ServerUnreachable, so a dead or
+ * hung server is reported, never waited on forever; a late reply to a timed-out call is discarded.
+ * Error replies throw ServerError, with the server's message.
  */
 class EnvClient {
  public:
@@ -30,7 +30,7 @@ class EnvClient {
 
   /** Heartbeat: proves the server alive and keeps this client's slots from being dropped. */
   void ping();
-  /** Closes the connection for good: every later call throws ServerError at once, so that the
+  /** Closes the connection for good: every later call throws ServerUnreachable at once, so that the
    *  users of a server given up on do not each wait out a timeout. The server frees the slots
    *  once this client falls silent. */
   void disconnect();

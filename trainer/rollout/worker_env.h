@@ -1,11 +1,13 @@
 #pragma once
 // The env of a rollout slot when the run has env workers: it lives in a slot of one of the pool's
 // servers and may move at each reset, to its home worker whenever that one is up, else to the
-// live worker with the fewest envs. A failed call during an episode gives the worker up and throws
-// envs::EnvLost (the rollout then restarts the slot's episode); a failure while beginning an
-// episode only moves the env on to the next live worker, since no turn has been played yet.
+// live worker with the fewest envs. A failed call during an episode throws envs::EnvLost (the
+// rollout then restarts the slot's episode); a failure while beginning an episode only moves the
+// env on, since no turn has been played yet. No reply gives the whole worker up; an error reply
+// (a restarted server that no longer knows the slot, a full server) only loses this env's slot.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +19,7 @@ namespace turnrl::trainer {
 
 class WorkerEnv final : public envs::Env {
  public:
-  /** Creates the env on a live worker; std::runtime_error when none is up. */
+  /** Creates the env on a live worker; std::runtime_error when none can take it. */
   WorkerEnv(std::shared_ptr<WorkerPool> pool, int home_worker, std::string env_id,
             nlohmann::json options = nlohmann::json::object());
   ~WorkerEnv() override;
@@ -43,9 +45,19 @@ class WorkerEnv final : public envs::Env {
   double progression() const override { return remote_->progression(); }
 
  private:
-  /** Moves the env to the worker the pool chooses now, unless it already lives there. */
-  void place();
-  /** Gives the worker up after `error` and throws envs::EnvLost. */
+  /** The workers that answered one placement of this env with an error, and what they said. */
+  struct Refusals {
+    std::vector<int> workers;
+    std::string reasons;
+    void add(int worker, const std::string& endpoint, const std::string& reason);
+  };
+  /** Moves the env to the worker the pool chooses now (none of `refusals`), unless it already
+   *  lives there in a good slot; true when it took a new slot. */
+  bool place(Refusals& refusals);
+  /** Records a failed call: a worker without reply is given up on, an erring slot replaced at the
+   *  next reset. */
+  void failed(const envs::server::ServerError& error) const;
+  /** failed(), then envs::EnvLost. */
   [[noreturn]] void lost(const envs::server::ServerError& error) const;
 
   std::shared_ptr<WorkerPool> pool_;
@@ -54,6 +66,7 @@ class WorkerEnv final : public envs::Env {
   nlohmann::json options_;
   WorkerConnection connection_;
   std::unique_ptr<envs::server::RemoteEnv> remote_;
+  mutable bool slot_lost_ = false;  // the server answered a call on remote_'s slot with an error
   std::vector<envs::ActionSpec> actions_;
   int default_action_ = 0;
   envs::ActionTextRules text_rules_;

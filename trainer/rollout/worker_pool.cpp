@@ -51,7 +51,7 @@ WorkerPool::WorkerPool(WorkerPoolOptions options) : options_(std::move(options))
                    options_.heartbeat.count());
     }
   }
-  if (up == 0) throw std::runtime_error("no env worker answers: " + failure_summary());
+  if (up == 0) throw std::runtime_error("no env worker answers: " + failures());
   heartbeat_ = std::thread([this] { heartbeat_loop(); });
 }
 
@@ -64,9 +64,12 @@ WorkerPool::~WorkerPool() {
   heartbeat_.join();
 }
 
-std::string WorkerPool::failure_summary() const {
+std::string WorkerPool::failures() const {
+  const std::lock_guard lock(mutex_);
   std::string out;
-  for (int w = 0; w < size(); ++w) out += (w ? "; " : "") + endpoint(w) + ": " + workers_[w].last_failure;
+  for (int w = 0; w < size(); ++w) {
+    if (!workers_[w].client) out += (out.empty() ? "" : "; ") + endpoint(w) + ": " + workers_[w].last_failure;
+  }
   return out;
 }
 
@@ -80,18 +83,17 @@ int WorkerPool::envs_on(int worker) const {
   return workers_.at(worker).envs;
 }
 
-WorkerConnection WorkerPool::choose(int preferred) const {
+std::optional<WorkerConnection> WorkerPool::choose(int preferred, const std::vector<int>& excluded) const {
   const std::lock_guard lock(mutex_);
-  int best = -1;
-  if (workers_.at(preferred).client) {
-    best = preferred;
-  } else {
-    for (int w = 0; w < size(); ++w) {
-      if (workers_[w].client && (best < 0 || workers_[w].envs < workers_[best].envs)) best = w;
-    }
+  const auto usable = [&](int w) {
+    return workers_.at(w).client && std::find(excluded.begin(), excluded.end(), w) == excluded.end();
+  };
+  int best = usable(preferred) ? preferred : -1;
+  for (int w = 0; w < size() && best != preferred; ++w) {
+    if (usable(w) && (best < 0 || workers_[w].envs < workers_[best].envs)) best = w;
   }
-  if (best < 0) throw std::runtime_error("every env worker is down: " + failure_summary());
-  return {best, workers_[best].client};
+  if (best < 0) return std::nullopt;
+  return WorkerConnection{best, workers_[best].client};
 }
 
 void WorkerPool::attach(int worker) {

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,14 +51,16 @@ class WorkerPool {
   /** Envs living on `worker` now. */
   int envs_on(int worker) const;
 
-  /** Where a new env should live: `preferred` when it is up, else the live worker with the fewest
-   *  envs. Throws std::runtime_error, with each worker's last failure, when none is up. */
-  WorkerConnection choose(int preferred) const;
+  /** Where a new env should live: `preferred` when it is up and not `excluded`, else the live
+   *  worker with the fewest envs outside `excluded`; nullopt when there is none. */
+  std::optional<WorkerConnection> choose(int preferred, const std::vector<int>& excluded = {}) const;
+  /** Each given-up worker's last failure, for error messages. */
+  std::string failures() const;
   /** An env moved onto / off `worker` (the counts choose() balances). */
   void attach(int worker);
   void release(int worker);
-  /** A call through `connection` failed: the worker is given up on, unless it was already (or has
-   *  a newer connection since). */
+  /** A call through `connection` got no reply: the worker is given up on, unless it was already
+   *  (or has a newer connection since). */
   void report_failure(const WorkerConnection& connection, const std::string& reason);
 
  private:
@@ -66,8 +69,6 @@ class WorkerPool {
     std::string last_failure;
     int envs = 0;
   };
-  /** Each worker's last failure, for the error when none is up (the caller holds the lock). */
-  std::string failure_summary() const;
   /** A connection that answered hello, or null (with `failure` set). */
   std::shared_ptr<envs::server::EnvClient> connect(int worker, std::string& failure) const;
   void heartbeat_loop();
