@@ -6,8 +6,8 @@
 // G slots of a group share their k-th seed instead (G samples from one start state):
 // first_episode_seed + i / G + (n_env / G) * k.
 //
-// Lost envs: when a step throws envs::EnvLost (a remote env whose worker died or stopped
-// answering), the slot abandons its episode and begins its next one, on whichever worker the env
+// Lost envs: when a step throws envs::EnvLost (a remote env whose server died, stopped answering
+// or forgot it), the slot abandons its episode and begins its next one, on whichever worker the env
 // moves to at reset: the new episode gets the slot's next id and seed by the rule above, so its
 // seed is fresh, never another slot's (beyond its group's), and in the same range the caller keeps
 // apart from evaluation seeds. The abandoned episode's last turn in the collection is marked

@@ -1,9 +1,9 @@
 #pragma once
 // The env servers a run spreads its rollout slots over (`env.workers`): one connection per worker,
-// watched by a heartbeat thread. A worker whose call fails is given up on: its connection is
-// closed, so its other envs fail at once instead of each waiting out a timeout. The heartbeat
-// pings the live workers (an idle run keeps its slots, e.g. during a long update) and probes the
-// given-up ones with a fresh connection; a worker that answers again takes new episodes again.
+// watched by a heartbeat thread. A worker that leaves a call without reply is given up on: its
+// connection is closed, so its other envs fail at once instead of each waiting out a timeout.
+// The heartbeat pings the live workers (an idle run keeps its slots, e.g. during a long update)
+// and probes the given-up ones with a fresh connection; one that answers again takes new episodes.
 #include <chrono>
 #include <condition_variable>
 #include <memory>
