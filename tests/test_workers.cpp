@@ -300,7 +300,13 @@ TEST_CASE("env.workers is validated with the config") {
     return trainer::TrainConfig::load(path);
   };
   CHECK(load_with("").env.workers.empty());
-  CHECK(load_with("  workers: [tcp://127.0.0.1:5555, 'ipc:///tmp/w']\n").env.workers.size() == 2u);
+  const trainer::TrainConfig with_workers = load_with("  workers: [tcp://127.0.0.1:5555, 'ipc:///tmp/w']\n  worker_timeout: 2.5\n");
+  CHECK(with_workers.env.workers == std::vector<std::string>{"tcp://127.0.0.1:5555", "ipc:///tmp/w"});
+  std::ofstream(path) << with_workers.to_yaml();  // the resolved config a run saves reads back
+  const trainer::TrainConfig resolved = trainer::TrainConfig::load(path);
+  CHECK(resolved.env.workers == with_workers.env.workers);
+  CHECK(resolved.env.worker_timeout == 2.5);
+  CHECK(resolved.env.worker_heartbeat == 5.0);
   CHECK_THROWS_WITH_AS(load_with("  workers: [127.0.0.1:5555]\n"),
                        (path + ":5: env.workers: '127.0.0.1:5555' must be tcp://HOST:PORT or ipc://PATH").c_str(),
                        std::invalid_argument);
