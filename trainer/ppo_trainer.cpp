@@ -167,6 +167,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     if (c.ppo.critic_warmup_iterations > 0 && l.uses_critic()) {
       // Warm-up: one large collection, the critic alone fitted on it several times.
       const RolloutBatch batch = s.rollout->collect(c.env.e_len * c.ppo.critic_warmup_multiplier);
+      log_restarts(batch.restarts);
       for (int w = 0; w < c.ppo.critic_warmup_iterations && !stopping(); ++w) {
         const TrainingTargets targets = compute_targets(l, batch);
         const nlohmann::json m = ppo_update(l, batch, targets, false, static_cast<size_t>(c.env.n_env) * c.env.e_len * 4);
@@ -179,7 +180,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   while (s.iteration < c.run.iterations && (c.run.minutes <= 0 || elapsed() < c.run.minutes * 60.0) && !stopping()) {
     const auto iteration_start = Clock::now();
     const RolloutBatch batch = s.rollout->collect();
-    for (const EpisodeRestart& restart : batch.restarts) spdlog::warn("{}", describe(restart));
+    log_restarts(batch.restarts);
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     const TrainingTargets targets = compute_targets(l, batch);
     nlohmann::json m = ppo_update(l, batch, targets, true, batch.turns.size());

@@ -1,5 +1,7 @@
 #include "trainer/rollout/episode_restart.h"
 
+#include <spdlog/spdlog.h>
+
 namespace turnrl::trainer {
 
 nlohmann::json restarts_json(const std::vector<EpisodeRestart>& restarts) {
@@ -22,6 +24,10 @@ std::string describe(const EpisodeRestart& r) {
          std::to_string(r.lost_episode_id) + " (seed " + std::to_string(r.lost_seed) + ") abandoned after " +
          std::to_string(r.lost_turns) + " turns, episode " + std::to_string(r.episode_id) + " (seed " + std::to_string(r.seed) +
          ") begun instead";
+}
+
+void log_restarts(const std::vector<EpisodeRestart>& restarts) {
+  for (const EpisodeRestart& restart : restarts) spdlog::warn("{}", describe(restart));
 }
 
 }  // namespace turnrl::trainer

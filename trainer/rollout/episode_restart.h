@@ -22,5 +22,7 @@ struct EpisodeRestart {
 nlohmann::json restarts_json(const std::vector<EpisodeRestart>& restarts);
 /** One line for the console. */
 std::string describe(const EpisodeRestart& restart);
+/** Each restart as a warning. */
+void log_restarts(const std::vector<EpisodeRestart>& restarts);
 
 }  // namespace turnrl::trainer
