@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -90,9 +89,10 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   rollout.turn = c.turn;
   std::shared_ptr<WorkerPool> workers;
   if (!c.env.workers.empty()) {
-    using Ms = std::chrono::milliseconds;
-    workers = std::make_shared<WorkerPool>(WorkerPoolOptions{c.env.workers, Ms(std::lround(c.env.worker_timeout * 1000)),
-                                                             Ms(std::lround(c.env.worker_heartbeat * 1000))});
+    const auto ms = [](double seconds) {
+      return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
+    };
+    workers = std::make_shared<WorkerPool>(WorkerPoolOptions{c.env.workers, ms(c.env.worker_timeout), ms(c.env.worker_heartbeat)});
   }
   s.rollout = std::make_unique<Rollout>(
       [&c, workers](int slot) -> std::unique_ptr<envs::Env> {
