@@ -155,6 +155,7 @@ TEST_CASE("a worker killed mid-collection: exact turn count, nothing duplicated,
     INFO(trainer::describe(restart));
     CHECK(restarted.insert(restart.slot).second);
     CHECK(restart.worker == doomed_endpoint);
+    CHECK(restart.reason.find("no reply to '") != std::string::npos);  // the first failure, or "given up on after:" it
     CHECK(restart.episode_id != restart.lost_episode_id);
     CHECK(restart.episode_id % 6 == static_cast<uint64_t>(restart.slot));
     // A fresh seed by the slot's own rule: never one that another episode of the run played.

@@ -23,9 +23,10 @@ EnvClient::EnvClient(std::string endpoint, std::chrono::milliseconds timeout)
 
 void EnvClient::ping() { call(PingRequest{}); }
 
-void EnvClient::disconnect() {
+void EnvClient::disconnect(const std::string& reason) {
   const std::lock_guard lock(mutex_);
   socket_.close();
+  disconnected_because_ = reason;
 }
 
 std::vector<SlotInfo> EnvClient::create(std::vector<CreateItem> items) {
@@ -71,7 +72,7 @@ EnvApiScript EnvClient::golden_script(std::vector<nlohmann::json> records) {
 nlohmann::json EnvClient::call(RequestBody body) {
   using Clock = std::chrono::steady_clock;
   const std::lock_guard lock(mutex_);
-  if (socket_.handle() == nullptr) throw ServerUnreachable("env server " + endpoint_ + ": disconnected after an earlier failure");
+  if (socket_.handle() == nullptr) throw ServerUnreachable("given up on after: " + disconnected_because_);
   const uint64_t id = ++next_id_;
   const std::string type(reply_type(body));
   const std::string failure = "env server " + endpoint_ + ": no reply to '" + std::string(request_type(body)) +

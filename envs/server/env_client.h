@@ -30,10 +30,10 @@ class EnvClient {
 
   /** Heartbeat: proves the server alive and keeps this client's slots from being dropped. */
   void ping();
-  /** Closes the connection for good: every later call throws ServerUnreachable at once, so that the
-   *  users of a server given up on do not each wait out a timeout. The server frees the slots
-   *  once this client falls silent. */
-  void disconnect();
+  /** Closes the connection for good: every later call throws ServerUnreachable at once, naming
+   *  `reason`, so that the users of a server given up on do not each wait out a timeout. The
+   *  server frees the slots once this client falls silent. */
+  void disconnect(const std::string& reason);
   std::vector<SlotInfo> create(std::vector<CreateItem> items);
   std::vector<EpisodeStart> reset(std::vector<ResetItem> items);
   std::vector<StepOutcome> step(std::vector<StepItem> items);
@@ -53,6 +53,7 @@ class EnvClient {
   zmq::context_t context_;
   zmq::socket_t socket_;
   std::mutex mutex_;  // one request at a time on the socket
+  std::string disconnected_because_;
   uint64_t next_id_ = 0;
   int version_ = 0;
   int num_slots_ = 0;

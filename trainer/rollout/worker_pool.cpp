@@ -114,7 +114,7 @@ void WorkerPool::report_failure(const WorkerConnection& connection, const std::s
     worker.client.reset();
     worker.last_failure = reason;
   }
-  connection.client->disconnect();  // outside the pool's lock: it waits for a call in flight
+  connection.client->disconnect(reason);  // outside the pool's lock: it waits for a call in flight
   spdlog::warn("env worker {} failed ({}): given up on, its slots' episodes restart on the other workers; probed every {} ms",
                endpoint(connection.worker), reason, options_.heartbeat.count());
 }
