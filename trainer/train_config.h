@@ -32,7 +32,8 @@ struct TrainConfig {
      *  in-process envs. Evaluation always runs in-process. */
     std::vector<std::string> workers;
     double worker_timeout = 10;    // seconds a worker may take to answer before it counts as dead
-    double worker_heartbeat = 5;   // seconds between pings of live workers and probes of dead ones
+    double worker_heartbeat = 5;   // seconds between pings of live workers (below the servers' --client-timeout)
+                                   // and probes of dead ones
   } env;
   /** The turn pipeline's settings (`turn:`), shared with eval and play. */
   TurnSettings turn;
