@@ -21,6 +21,7 @@
 #include "trainer/signal_batch.h"
 #include "trainer/rollout/evaluation.h"
 #include "trainer/rollout/rollout.h"
+#include "trainer/rollout/worker_env.h"
 #include "trainer/run_folder.h"
 #include "trainer/targets.h"
 
@@ -90,9 +91,17 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   rollout.group_size = c.env.group_size;
   rollout.turn = c.turn;
   rollout.record_state_hashes = l.estimator == Estimator::kGigpo;
+  std::shared_ptr<WorkerPool> workers;
+  if (!c.env.workers.empty()) {
+    const auto ms = [](double seconds) {
+      return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
+    };
+    workers = std::make_shared<WorkerPool>(WorkerPoolOptions{c.env.workers, ms(c.env.worker_timeout), ms(c.env.worker_heartbeat)});
+  }
   s.rollout = std::make_unique<Rollout>(
-      [&c](int slot) {
+      [&c, workers](int slot) -> std::unique_ptr<envs::Env> {
         const size_t task = static_cast<size_t>(slot / c.env.group_size) % c.env.ids.size();
+        if (workers) return std::make_unique<WorkerEnv>(workers, slot % workers->size(), c.env.ids[task], c.env.options);
         return envs::make_env(c.env.ids[task], c.env.options);
       },
       *s.sampler, rollout);
@@ -165,6 +174,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       // Warm-up: one large collection, the critic alone fitted on it several times.
       const RolloutBatch batch = s.rollout->collect(c.env.e_len * c.ppo.critic_warmup_multiplier);
       const rewards::TurnTokenRewards token_rewards = assign_token_rewards(*l.reward_manager, batch);
+      log_restarts(batch.restarts);
       for (int w = 0; w < c.ppo.critic_warmup_iterations && !stopping(); ++w) {
         const TrainingTargets targets = compute_targets(l, batch, token_rewards);
         const nlohmann::json m = ppo_update(l, batch, targets, false, static_cast<size_t>(c.env.n_env) * c.env.e_len * 4);
@@ -180,12 +190,15 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     TrainingTargets targets;
     std::vector<EpisodeSummary> finished_episodes;
     nlohmann::json sampling = nlohmann::json::object();
+    std::vector<EpisodeRestart> restarts;  // of every collection this iteration made
     if (c.reward.dynamic_sampling_tries > 0) {
       SignalBatch kept = sample_batch_with_signal(
           c,
           [&] {
             ScoredCollection scored;
             scored.batch = s.rollout->collect();
+            log_restarts(scored.batch.restarts);
+            restarts.insert(restarts.end(), scored.batch.restarts.begin(), scored.batch.restarts.end());
             scored.token_rewards = assign_token_rewards(*l.reward_manager, scored.batch);
             scored.targets = compute_targets(l, scored.batch, scored.token_rewards);
             return scored;
@@ -197,6 +210,8 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       sampling = {{"groups_wanted", kept.groups_wanted}, {"groups_kept", kept.groups_kept}, {"groups_dropped", kept.groups_dropped}, {"sampling_tries", kept.tries}};
     } else {
       batch = s.rollout->collect();
+      log_restarts(batch.restarts);
+      restarts = batch.restarts;
       targets = compute_targets(l, batch, assign_token_rewards(*l.reward_manager, batch));
       finished_episodes = batch.finished_episodes;
     }
@@ -227,6 +242,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m["kl_reasoning"] = targets.kl_reasoning;
     m["kl_action"] = targets.kl_action;
     m["mean_value"] = targets.mean_value;
+    if (!restarts.empty()) m["restarts"] = restarts_json(restarts);
     metrics << m.dump() << "\n" << std::flush;
     const double per_iteration = elapsed() / std::max(1, s.iteration);
     double eta = (c.run.iterations - s.iteration) * per_iteration;

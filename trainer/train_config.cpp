@@ -7,6 +7,7 @@
 
 #include "envs/registry.h"
 #include "trainer/advantages.h"
+#include "trainer/rollout/worker_pool.h"
 
 namespace turnrl::trainer {
 
@@ -34,6 +35,10 @@ TrainConfig TrainConfig::load(const std::string& path) {
   env.read("n_env", c.env.n_env, positive<int>(), "must be > 0");
   env.read("e_len", c.env.e_len, positive<int>(), "must be > 0");
   env.read("group_size", c.env.group_size, positive<int>(), "must be > 0");
+  env.read_string_list("workers", c.env.workers);
+  if (const std::string problem = worker_endpoints_problem(c.env.workers); !problem.empty()) env.fail("workers", problem);
+  env.read("worker_timeout", c.env.worker_timeout, positive<double>(), "must be > 0 (seconds)");
+  env.read("worker_heartbeat", c.env.worker_heartbeat, positive<double>(), "must be > 0 (seconds)");
   env.finish();
   if (c.env.n_env < static_cast<int>(c.env.ids.size()) * c.env.group_size) {
     env.fail("n_env", "must be at least the number of tasks in env.id (" + std::to_string(c.env.ids.size()) +
@@ -120,7 +125,11 @@ std::string TrainConfig::to_yaml() const {
   out << YAML::Key << "env" << YAML::Value << YAML::BeginMap << YAML::Key << "id" << YAML::Value << YAML::Flow << env.ids
       << YAML::Key << "options" << YAML::Value << YAML::Flow << YAML::Load(env.options.dump()) << YAML::Key << "n_env"
       << YAML::Value << env.n_env << YAML::Key << "e_len" << YAML::Value << env.e_len << YAML::Key << "group_size"
-      << YAML::Value << env.group_size << YAML::EndMap;
+      << YAML::Value << env.group_size;
+  // An empty list is no valid value of `workers` (absent means in-process), so it is left out.
+  if (!env.workers.empty()) out << YAML::Key << "workers" << YAML::Value << YAML::Flow << env.workers;
+  out << YAML::Key << "worker_timeout" << YAML::Value << env.worker_timeout << YAML::Key << "worker_heartbeat" << YAML::Value
+      << env.worker_heartbeat << YAML::EndMap;
   out << YAML::Key << "turn" << YAML::Value;
   emit_turn_settings(out, turn);
   out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap << YAML::Key << "temperature" << YAML::Value

@@ -28,6 +28,12 @@ struct TrainConfig {
     /** Slots per group of episodes sharing a start state (their k-th episodes share the seed);
      *  the group estimators (grpo, token_grpo, rloo, gigpo) need at least 2. Divides n_env. */
     int group_size = 1;
+    /** Env servers the rollout slots are spread over (slot i's home: workers[i % count]); empty:
+     *  in-process envs. Evaluation always runs in-process. */
+    std::vector<std::string> workers;
+    double worker_timeout = 10;    // seconds a worker may take to answer before it counts as dead
+    double worker_heartbeat = 5;   // seconds between pings of live workers (below the servers' --client-timeout)
+                                   // and probes of dead ones
   } env;
   /** The turn pipeline's settings (`turn:`), shared with eval and play. */
   TurnSettings turn;

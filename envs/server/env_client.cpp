@@ -10,7 +10,7 @@ EnvClient::EnvClient(std::string endpoint, std::chrono::milliseconds timeout)
   try {
     socket_.connect(endpoint_);
   } catch (const zmq::error_t& e) {
-    throw ServerError("env server " + endpoint_ + ": cannot connect: " + e.what());
+    throw ServerUnreachable("env server " + endpoint_ + ": cannot connect: " + e.what());
   }
   const nlohmann::json hello = call(HelloRequest{{kProtocolVersion}});
   try {
@@ -22,6 +22,12 @@ EnvClient::EnvClient(std::string endpoint, std::chrono::milliseconds timeout)
 }
 
 void EnvClient::ping() { call(PingRequest{}); }
+
+void EnvClient::disconnect(const std::string& reason) {
+  const std::lock_guard lock(mutex_);
+  socket_.close();
+  disconnected_because_ = reason;
+}
 
 std::vector<SlotInfo> EnvClient::create(std::vector<CreateItem> items) {
   return decode_slot_infos(call(CreateRequest{std::move(items)}));
@@ -65,22 +71,24 @@ EnvApiScript EnvClient::golden_script(std::vector<nlohmann::json> records) {
 
 nlohmann::json EnvClient::call(RequestBody body) {
   using Clock = std::chrono::steady_clock;
+  const std::lock_guard lock(mutex_);
+  if (socket_.handle() == nullptr) throw ServerUnreachable("given up on after: " + disconnected_because_);
   const uint64_t id = ++next_id_;
   const std::string type(reply_type(body));
   const std::string failure = "env server " + endpoint_ + ": no reply to '" + std::string(request_type(body)) +
                               "' within " + std::to_string(timeout_.count()) + " ms (is it running?)";
   const std::string payload = encode_request({id, std::move(body)});
   const Clock::time_point deadline = Clock::now() + timeout_;
-  if (!socket_.send(zmq::buffer(payload), zmq::send_flags::dontwait)) throw ServerError(failure);
+  if (!socket_.send(zmq::buffer(payload), zmq::send_flags::dontwait)) throw ServerUnreachable(failure);
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) throw ServerError(failure);
+    if (left.count() <= 0) throw ServerUnreachable(failure);
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     try {
       zmq::poll(&item, 1, left);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
-      throw ServerError("env server " + endpoint_ + ": " + e.what());
+      throw ServerUnreachable("env server " + endpoint_ + ": " + e.what());
     }
     zmq::message_t message;
     if (!(item.revents & ZMQ_POLLIN) || !socket_.recv(message, zmq::recv_flags::dontwait)) continue;

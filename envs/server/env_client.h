@@ -2,6 +2,7 @@
 // The batched client of an env server: one call creates, resets or steps many slots in one message.
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,11 @@
 namespace turnrl::envs::server {
 
 /**
- * One connection to an env server (a DEALER socket), one request at a time; not thread-safe.
- * Every call waits at most `timeout` for its reply and then throws ServerError, so a dead or hung
- * server is reported, never waited on forever; a late reply to a timed-out call is discarded.
- * Error replies also throw ServerError, with the server's message.
+ * One connection to an env server (a DEALER socket), one request at a time: calls from several
+ * threads are serialised (a heartbeat thread may ping while a rollout steps the slots).
+ * Every call waits at most `timeout` for its reply and then throws ServerUnreachable, so a dead or
+ * hung server is reported, never waited on forever; a late reply to a timed-out call is discarded.
+ * Error replies throw ServerError, with the server's message.
  */
 class EnvClient {
  public:
@@ -28,6 +30,10 @@ class EnvClient {
 
   /** Heartbeat: proves the server alive and keeps this client's slots from being dropped. */
   void ping();
+  /** Closes the connection for good: every later call throws ServerUnreachable at once, naming
+   *  `reason`, so that the users of a server given up on do not each wait out a timeout. The
+   *  server frees the slots once this client falls silent. */
+  void disconnect(const std::string& reason);
   std::vector<SlotInfo> create(std::vector<CreateItem> items);
   std::vector<EpisodeStart> reset(std::vector<ResetItem> items);
   std::vector<StepOutcome> step(std::vector<StepItem> items);
@@ -46,6 +52,8 @@ class EnvClient {
   std::chrono::milliseconds timeout_;
   zmq::context_t context_;
   zmq::socket_t socket_;
+  std::mutex mutex_;  // one request at a time on the socket
+  std::string disconnected_because_;
   uint64_t next_id_ = 0;
   int version_ = 0;
   int num_slots_ = 0;

@@ -31,6 +31,12 @@ class ServerError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/** No reply at all: the server is dead, hung or out of reach (or the client was disconnected). */
+class ServerUnreachable : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+
 struct HelloRequest {
   std::vector<int> versions;
 };

@@ -49,6 +49,22 @@ void Rollout::begin_episode(int index) {
   slot.env->begin_episode(episode_seed(index, slot.episodes_begun - 1));
 }
 
+EpisodeRestart Rollout::restart_lost_episode(int index, RolloutBatch& batch, const envs::EnvLost& lost) {
+  Slot& slot = slots_[index];
+  if (!slot.episode_rows.empty()) batch.turns[slot.episode_rows.back()].truncated = true;
+  EpisodeRestart restart;
+  restart.slot = index;
+  restart.worker = lost.where();
+  restart.reason = lost.what();
+  restart.lost_episode_id = slot.episode_id;
+  restart.lost_seed = slot.env->episode_seed();
+  restart.lost_turns = slot.env->turn();
+  begin_episode(index);
+  restart.episode_id = slot.episode_id;
+  restart.seed = slot.env->episode_seed();
+  return restart;
+}
+
 uint64_t Rollout::episode_seed(size_t slot, uint64_t k) const {
   const uint64_t group = config_.group_size;
   return config_.first_episode_seed + slot / group + static_cast<uint64_t>(config_.n_env) / group * k;
@@ -115,8 +131,16 @@ RolloutBatch Rollout::collect(int e_len) {
       record.episode_id = slot.episode_id;
       record.turn_index = slot.env->turn();
       record.episode_seed = slot.env->episode_seed();
-      if (config_.record_state_hashes) record.state_hash = slot.env->env().state_hash();
-      const TurnOutcome outcome = slot.env->apply(reply.text);
+      TurnOutcome outcome;
+      try {
+        if (config_.record_state_hashes) record.state_hash = slot.env->env().state_hash();
+        outcome = slot.env->apply(reply.text);
+      } catch (const envs::EnvLost& lost) {
+        --turns_done[index];  // not played: the row takes the new episode's first turn
+        batch.restarts.push_back(restart_lost_episode(static_cast<int>(index), batch, lost));
+        scheduler.submit(index, prompt_of(static_cast<int>(index), slot.env->prompt(count_)));
+        continue;
+      }
       record.prompt_ids = std::move(reply.prompt_ids);
       record.response_ids = std::move(reply.response_ids);
       record.logprobs = std::move(reply.logprobs);

@@ -6,6 +6,15 @@
 // G slots of a group share their k-th seed instead (G samples from one start state):
 // first_episode_seed + i / G + (n_env / G) * k.
 //
+// Lost envs: when a step throws envs::EnvLost (a remote env whose server died, stopped answering
+// or forgot it), the slot abandons its episode and begins its next one, on whichever worker the env
+// moves to at reset: the new episode gets the slot's next id and seed by the rule above, so its
+// seed is fresh, never another slot's (beyond its group's), and in the same range the caller keeps
+// apart from evaluation seeds. The abandoned episode's last turn in the collection is marked
+// truncated, so the learner's return chain ends there instead of running into the new episode,
+// as at a time limit; the lost turn is not counted (the slot still plays exactly e_len turns), and
+// the restart is recorded in RolloutBatch::restarts.
+//
 // Design: each slot is an explicit continuation (prompt -> reply -> step) driven by one loop;
 // the BatchScheduler overlaps one batch's generation (worker thread) with the env stepping,
 // prompt building and parsing of the slots whose replies already came back. This is what one
@@ -17,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/agent.h"
+#include "envs/env_lost.h"
 #include "trainer/rollout/env_slot.h"
 #include "trainer/rollout/rollout_buffer.h"
 
@@ -67,6 +77,8 @@ class Rollout {
     std::vector<size_t> episode_rows;  // rows of the current episode in this collection
   };
   void begin_episode(int slot);
+  /** Abandons the slot's episode after `lost` and begins its next one (see the top of this file). */
+  EpisodeRestart restart_lost_episode(int slot, RolloutBatch& batch, const envs::EnvLost& lost);
   /** Seed of the k-th episode (0-based) of `slot`. */
   uint64_t episode_seed(size_t slot, uint64_t k) const;
   agents::AgentPrompt prompt_of(int slot, std::vector<memory::ChatMessage> messages) const;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memory/chat_message.h"
+#include "trainer/rollout/episode_restart.h"
 
 namespace turnrl::trainer {
 
@@ -30,7 +31,7 @@ struct TurnRecord {
    *  finished episodes when normalisation is on. It belongs on the last response token. */
   double reward = 0.0;
   bool terminated = false;  // no bootstrap
-  bool truncated = false;   // time limit: the value of the next state may bootstrap
+  bool truncated = false;   // time limit (the next state's value may bootstrap), or its env was lost
   bool done() const { return terminated || truncated; }
 };
 
@@ -55,6 +56,7 @@ struct RolloutBatch {
   std::vector<TurnRecord> turns;                         // n_env * e_len, time-major
   std::vector<std::optional<BootstrapPrompt>> bootstrap;  // per slot; set iff its episode is unfinished
   std::vector<EpisodeSummary> finished_episodes;          // episodes that ended in this collection
+  std::vector<EpisodeRestart> restarts;                   // episodes abandoned because their env was lost
   double seconds = 0.0, agent_seconds = 0.0;
   size_t agent_batches = 0;
   const TurnRecord& at(int t, int slot) const { return turns.at(static_cast<size_t>(t) * n_env + slot); }
