@@ -35,7 +35,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   env.read("e_len", c.env.e_len, positive<int>(), "must be > 0");
   env.read("group_size", c.env.group_size, positive<int>(), "must be > 0");
   env.finish();
-  if (c.env.n_env < static_cast<int>(c.env.ids.size()) * c.env.group_size) {
+  if (c.env.n_env < static_cast<int64_t>(c.env.ids.size()) * c.env.group_size) {
     env.fail("n_env", "must be at least the number of tasks in env.id (" + std::to_string(c.env.ids.size()) +
                           ") times env.group_size (" + std::to_string(c.env.group_size) + ")");
   }
