@@ -140,7 +140,7 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
       records.push_back(nlohmann::json::parse(line));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
       throw std::runtime_error(path + ":" + std::to_string(line_number) + ": invalid JSON: " + e.what());
     }
     if (!records.back().is_object()) {
@@ -180,7 +180,7 @@ ReplayReport replay_golden_file(const std::string& path) {
   for (size_t i = 0; i < records.size(); ++i) {
     const nlohmann::json& golden = records[i];
     const long line = static_cast<long>(i) + 1;
-    const std::string type = golden.value("type", "");
+    const nlohmann::json type = golden.value("type", nlohmann::json());
     if (type == "reset") {
       close_episode();
       ++report.episodes;

@@ -89,6 +89,8 @@ TEST_CASE("malformed golden records are std::runtime_errors naming the line, nev
       {"more distractors than the registry allows", babyai_reset + R"(,"num_dists":64})", ":1: malformed record: env babyai/goto: option num_dists"},
       {"a float seed", R"({"type":"reset","env_id":"BabyAI-MixedTrainLocal-v0/goto","seed":-1.5})", ":1: malformed record: expected an integer"},
       {"an action out of range", babyai_reset + "}\n" + R"({"type":"step","action":99})", ":2: malformed record"},
+      {"a type that is no string", R"({"type":false,"env_id":"BabyAI-MixedTrainLocal-v0/goto","seed":0})", ":1: field 'type' must be"},
+      {"a number beyond double", babyai_reset + "}\n" + R"({"type":"step","action":1e99999})", ":2: invalid JSON"},
       {"a float action", babyai_reset + "}\n" + R"({"type":"step","action":1e300})", ":2: malformed record: expected an integer"},
   };
   for (const Case& c : cases) {

@@ -58,7 +58,7 @@ SafetensorsFile SafetensorsFile::load(const std::string& path) {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(header_len));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw std::runtime_error(path + ": header is not valid JSON: " + e.what());
   }
   if (!header.is_object()) throw std::runtime_error(path + ": header must be a JSON object");

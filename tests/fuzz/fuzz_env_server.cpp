@@ -3,6 +3,7 @@
 // must get a reply, with the request's id, that is an error or the request's own reply type; the
 // server must never crash. Each input ends by closing the client's slots, so inputs start alike.
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -44,7 +45,14 @@ class Connection {
   nlohmann::json exchange(std::string_view payload) {
     client_.send(zmq::buffer(payload), zmq::send_flags::none);
     zmq::pollitem_t item{client_.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, kReplyTimeout);
+    for (;;) {
+      try {
+        zmq::poll(&item, 1, kReplyTimeout);
+        break;
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) throw;  // libFuzzer's timer signal interrupted the wait: wait again
+      }
+    }
     zmq::message_t reply;
     check((item.revents & ZMQ_POLLIN) && client_.recv(reply, zmq::recv_flags::dontwait), "the server replies");
     const nlohmann::json parsed = nlohmann::json::parse(reply.to_string_view(), nullptr, /*allow_exceptions=*/false);
