@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "envs/common/json_integer.h"
 #include "envs/env_outputs.h"
 #include "envs/registry.h"
 
@@ -24,10 +25,26 @@ bool same_number(const nlohmann::json& a, const nlohmann::json& b) {
   return a.get<int64_t>() == b.get<int64_t>();
 }
 
+/** Runs `read` over golden records: what a malformed record makes the replayers raise (a missing or
+ *  mistyped field, an env option or action out of range) becomes a std::runtime_error naming `where`. */
+template <typename Read>
+auto malformed_as_runtime_error(const std::string& where, Read read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(where + ": malformed record: " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(where + ": malformed record: " + e.what());
+  } catch (const std::out_of_range& e) {
+    throw std::runtime_error(where + ": malformed record: " + e.what());
+  }
+}
+
 std::unique_ptr<GoldenReplayer> find_replayer(const nlohmann::json& first_record) {
   for (const auto& family : env_families()) {
     if (!family.replayer) continue;
-    if (auto replayer = family.replayer(first_record)) return replayer;
+    auto replayer = malformed_as_runtime_error("the first record", [&] { return family.replayer(first_record); });
+    if (replayer) return replayer;
   }
   throw std::runtime_error("the first record matches no known golden format");
 }
@@ -35,7 +52,7 @@ std::unique_ptr<GoldenReplayer> find_replayer(const nlohmann::json& first_record
 }  // namespace
 
 nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line) {
-  const int action = golden_line.at("action").get<int>();
+  const int action = json_integer<int>(golden_line.at("action"));
   const StepResult result = env.step(action);
   return {{"action_text", env.actions()[action].name},
           {"reward", result.reward},
@@ -45,7 +62,7 @@ nlohmann::json replay_step(Env& env, const nlohmann::json& golden_line) {
 
 EnvApiLine env_api_step(const nlohmann::json& golden_line, nlohmann::json observation) {
   EnvApiLine line;
-  line.action = golden_line.at("action").get<int>();
+  line.action = json_integer<int>(golden_line.at("action"));
   line.expected = {{"observation", std::move(observation)},
                    {"reward", golden_line.at("reward")},
                    {"terminated", golden_line.at("terminated")},
@@ -123,7 +140,7 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path) {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
       records.push_back(nlohmann::json::parse(line));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
       throw std::runtime_error(path + ":" + std::to_string(line_number) + ": invalid JSON: " + e.what());
     }
     if (!records.back().is_object()) {
@@ -163,7 +180,7 @@ ReplayReport replay_golden_file(const std::string& path) {
   for (size_t i = 0; i < records.size(); ++i) {
     const nlohmann::json& golden = records[i];
     const long line = static_cast<long>(i) + 1;
-    const std::string type = golden.value("type", "");
+    const nlohmann::json type = golden.value("type", nlohmann::json());
     if (type == "reset") {
       close_episode();
       ++report.episodes;
@@ -176,12 +193,8 @@ ReplayReport replay_golden_file(const std::string& path) {
       throw std::runtime_error(path + ":" + std::to_string(line) + ": field 'type' must be 'reset' or 'step'");
     }
     ++report.lines;
-    nlohmann::json ours;
-    try {
-      ours = replayer->replay(golden);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(path + ":" + std::to_string(line) + ": malformed record: " + e.what());
-    }
+    const nlohmann::json ours =
+        malformed_as_runtime_error(path + ":" + std::to_string(line), [&] { return replayer->replay(golden); });
     for (const auto& [key, value] : golden.items()) {
       if (replayer->is_input_field(key)) continue;
       const std::optional<nlohmann::json> adjusted = replayer->expected_for(key, golden);
@@ -211,12 +224,8 @@ EnvApiScript env_api_script(const std::vector<nlohmann::json>& records) {
   EnvApiScript script;
   script.golden_lines = static_cast<long>(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
-    std::optional<EnvApiLine> line;
-    try {
-      line = replayer->env_api_line(records[i]);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error("golden line " + std::to_string(i + 1) + ": malformed record: " + e.what());
-    }
+    std::optional<EnvApiLine> line = malformed_as_runtime_error(
+        "golden line " + std::to_string(i + 1), [&] { return replayer->env_api_line(records[i]); });
     if (!line) break;
     if (script.lines.empty() && !line->is_reset) throw std::runtime_error("golden script: step before any reset");
     script.lines.push_back(std::move(*line));

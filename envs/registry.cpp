@@ -33,7 +33,10 @@ std::vector<int> read_int_options(const std::string& id, const nlohmann::json& o
     values.push_back(option.default_value);
     names += (names.empty() ? "" : ", ") + option.name;
   }
-  for (const auto& [key, value] : options.items()) {
+  for (const auto& item : options.items()) {
+    // Not a structured binding: clang 14 cannot capture one in a lambda (the fuzz build uses clang).
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
     const auto found = std::find_if(allowed.begin(), allowed.end(), [&](const IntOption& o) { return o.name == key; });
     if (found == allowed.end()) throw std::invalid_argument("env " + id + ": unknown option '" + key + "' (valid: " + names + ")");
     if (!value.is_number_integer() || value.get<int64_t>() < found->min || value.get<int64_t>() > found->max) {

@@ -72,6 +72,34 @@ TEST_CASE("read_jsonl rejects malformed files with the file and line") {
   CHECK_THROWS_AS(replay_golden_file(path), std::runtime_error);
 }
 
+TEST_CASE("malformed golden records are std::runtime_errors naming the line, never a hang or UB") {
+  const std::string path = "/tmp/turnrl_test_malformed.jsonl";
+  const std::string babyai_reset = R"({"type":"reset","env_id":"BabyAI-MixedTrainLocal-v0/goto","seed":0)";
+  struct Case {
+    const char* what;
+    std::string lines;
+    const char* message_part;
+  };
+  // Found with tests/fuzz/fuzz_golden: each escaped as another exception type, stalled level
+  // generation, or cast a float to an integer (undefined behaviour).
+  const Case cases[] = {
+      {"a Crafter header without its fields", R"({"type":"reset","format":"crafter-golden-v1","seed":0})", "the first record: malformed"},
+      {"a Crafter area out of range", R"({"type":"reset","format":"crafter-golden-v1","seed":0,"area":2,"view":9,"size":9,"length":1})",
+       "option area must be"},
+      {"more distractors than the registry allows", babyai_reset + R"(,"num_dists":64})", ":1: malformed record: env babyai/goto: option num_dists"},
+      {"a float seed", R"({"type":"reset","env_id":"BabyAI-MixedTrainLocal-v0/goto","seed":-1.5})", ":1: malformed record: expected an integer"},
+      {"an action out of range", babyai_reset + "}\n" + R"({"type":"step","action":99})", ":2: malformed record"},
+      {"a type that is no string", R"({"type":false,"env_id":"BabyAI-MixedTrainLocal-v0/goto","seed":0})", ":1: field 'type' must be"},
+      {"a number beyond double", babyai_reset + "}\n" + R"({"type":"step","action":1e99999})", ":2: invalid JSON"},
+      {"a float action", babyai_reset + "}\n" + R"({"type":"step","action":1e300})", ":2: malformed record: expected an integer"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    std::ofstream(path) << c.lines << "\n";
+    CHECK_THROWS_WITH_AS(replay_golden_file(path), doctest::Contains(c.message_part), std::runtime_error);
+  }
+}
+
 TEST_CASE("unknown env ids list the valid ids") {
   try {
     make_env("no-such-env");

@@ -261,6 +261,13 @@ TEST_CASE("malformed messages get an error reply and the server keeps serving") 
        "appears twice"},
       {"unsupported version", R"({"type":"hello","id":3,"versions":[99]})", "no common protocol version"},
       {"bad golden records", R"({"type":"golden_script","id":3,"records":[{"type":"reset"}]})", "golden format"},
+      // Found with tests/fuzz/fuzz_env_server and fuzz_protocol: a float cast to an integer (undefined
+      // behaviour), and a version beyond int taken for version 1.
+      {"a float action in golden records",
+       R"({"type":"golden_script","id":3,"records":[{"type":"reset","env_id":"BabyAI-MixedTrainLocal-v0/goto",)"
+       R"("seed":0,"text":"","mission":"","max_steps":1},{"type":"step","text":"","action":1e300}]})",
+       "golden line 2: malformed record: expected an integer"},
+      {"a version beyond int", R"({"type":"hello","id":3,"versions":[4294967297]})", "field 'version' must be an integer"},
   };
   for (const Case& c : cases) {
     INFO(c.what);
@@ -284,6 +291,18 @@ TEST_CASE("malformed messages get an error reply and the server keeps serving") 
   const auto hello = req.exchange(R"({"type":"hello","id":1,"versions":[1]})");
   REQUIRE(hello);
   CHECK((*hello)["version"] == 1);
+}
+
+TEST_CASE("replies of the wrong shape are ServerErrors on the client side") {
+  // Found with tests/fuzz/fuzz_protocol: a json::type_error escaped, and floats were cast to integers
+  // (undefined behaviour).
+  CHECK_THROWS_WITH_AS(decode_reply(R"({"type":"error","id":0,"message":5})", "step", 0),
+                       doctest::Contains("(no message)"), ServerError);
+  CHECK_THROWS_WITH_AS(decode_script(json::parse(R"({"golden_lines":1e300,"lines":[]})")),
+                       doctest::Contains("malformed golden_script reply: expected an integer"), ServerError);
+  const json step = json::parse(R"({"results":[{"slot":1.5,"reward":0,"terminated":false,"truncated":false,)"
+                                R"("observation":{"long_term":"","short_term":""},"progression":0}]})");
+  CHECK_THROWS_WITH_AS(decode_step_outcomes(step), doctest::Contains("malformed step reply"), ServerError);
 }
 
 TEST_CASE("randomly damaged requests all get a reply") {

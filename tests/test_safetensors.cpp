@@ -60,6 +60,10 @@ TEST_CASE("malformed files give clear errors") {
   expect_error(write_raw("offsets.safetensors", R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "outside");
   expect_error(write_raw("shape.safetensors", R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8), "non-negative");
   expect_error(write_raw("huge.safetensors", R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8), "too large");
+  // Found with tests/fuzz/fuzz_safetensors: a number beyond double escaped as json::out_of_range, and behind a zero dimension, 2^64 - 1 was taken as -1.
+  expect_error(write_raw("overflow.safetensors", R"({"w":1e99999})", 0), "not valid JSON");
+  expect_error(write_raw("zero_then_huge.safetensors", R"({"w":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})", 0),
+               "too large");
   expect_error(write_raw("entry.safetensors", R"({"w":5})", 0), "malformed entry");
   std::filesystem::create_directories(kDir);
   { std::ofstream(kDir + "/tiny.safetensors") << "abc"; }

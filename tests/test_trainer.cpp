@@ -250,6 +250,11 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("r.yaml", base + "run:\n  eval_seed: -1\n", "run.eval_seed: must be >= 0");
   fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
   fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
+  // Found with tests/fuzz/fuzz_config: the product of tasks and group size overflowed an int (UB).
+  fails_with("v.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 8\n  group_size: 2000000000\n",
+             "v.yaml:5: env.n_env: must be at least the number of tasks");
+  // Found with tests/fuzz/fuzz_config: an option name that is not UTF-8 made to_yaml() throw a json::type_error.
+  fails_with("u.yaml", base + "env:\n  options: {n\xf9m: 2}\n", "u.yaml:4: env.options: must be UTF-8 text");
   const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
   CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
   // The resolved config (saved beside checkpoints) loads back to the same tasks and turn settings.

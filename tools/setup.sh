@@ -19,6 +19,7 @@ PACKAGES=(
   zlib1g-dev                    # gzip'd golden data
   libzmq3-dev cppzmq-dev        # the env server (turnrl env-server) and its C++ clients
   python3-zmq                   # the Python env client (tools/python/turnrl_env.py) and its test
+  clang libclang-rt-14-dev      # tools/fuzz.sh: libFuzzer and its sanitizer runtimes come with clang, not gcc
   python3 tmux
 )
 

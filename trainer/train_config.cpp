@@ -40,7 +40,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   env.read("worker_timeout", c.env.worker_timeout, positive<double>(), "must be > 0 (seconds)");
   env.read("worker_heartbeat", c.env.worker_heartbeat, positive<double>(), "must be > 0 (seconds)");
   env.finish();
-  if (c.env.n_env < static_cast<int>(c.env.ids.size()) * c.env.group_size) {
+  if (c.env.n_env < static_cast<int64_t>(c.env.ids.size()) * c.env.group_size) {
     env.fail("n_env", "must be at least the number of tasks in env.id (" + std::to_string(c.env.ids.size()) +
                           ") times env.group_size (" + std::to_string(c.env.group_size) + ")");
   }

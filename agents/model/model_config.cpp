@@ -13,7 +13,7 @@ ModelConfig ModelConfig::load(const std::string& path) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw std::runtime_error(path + ": invalid JSON: " + e.what());
   }
   if (!json.is_object()) throw std::runtime_error(path + ": must be a JSON object");

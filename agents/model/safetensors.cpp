@@ -58,7 +58,7 @@ SafetensorsFile SafetensorsFile::load(const std::string& path) {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(header_len));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw std::runtime_error(path + ": header is not valid JSON: " + e.what());
   }
   if (!header.is_object()) throw std::runtime_error(path + ": header must be a JSON object");
@@ -78,7 +78,9 @@ SafetensorsFile SafetensorsFile::load(const std::string& path) {
     for (const auto& dim : entry["shape"]) {
       if (!dim.is_number_unsigned()) throw std::runtime_error(where + ": shape entries must be non-negative integers");
       const uint64_t d = dim.get<uint64_t>();
-      if (d != 0 && numel > (uint64_t{1} << 40) / d) throw std::runtime_error(where + ": shape is too large");
+      // Each dimension too, not only the product: behind a zero one, a huge one would become negative.
+      constexpr uint64_t kMaxElements = uint64_t{1} << 40;
+      if (d > kMaxElements || (d != 0 && numel > kMaxElements / d)) throw std::runtime_error(where + ": shape is too large");
       numel *= d;
       view.shape.push_back(static_cast<int64_t>(d));
     }

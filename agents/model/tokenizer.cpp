@@ -29,7 +29,7 @@ json read_json(const std::string& path, bool required) {
   }
   try {
     return json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw std::runtime_error(path + ": invalid JSON: " + e.what());
   }
 }

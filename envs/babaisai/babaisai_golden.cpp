@@ -8,6 +8,7 @@
 
 #include "envs/babaisai/babaisai_env.h"
 #include "envs/babaisai/babaisai_family.h"
+#include "envs/common/json_integer.h"
 
 namespace turnrl::envs::babaisai {
 namespace {
@@ -72,7 +73,7 @@ class BabaReplayer final : public GoldenReplayer {
     nlohmann::json out;
     trace_.clear();
     if (golden.at("type") == "reset") {
-      env_->reset(golden.at("seed").get<uint64_t>());
+      env_->reset(json_integer<uint64_t>(golden.at("seed")));
       const World& world = env_->world();
       out["width"] = world.grid.width();
       out["height"] = world.grid.height();
@@ -101,7 +102,7 @@ class BabaReplayer final : public GoldenReplayer {
     line.is_reset = true;
     line.env_id = env_->id();
     line.options = nlohmann::json::object();
-    line.seed = golden.at("seed").get<uint64_t>();
+    line.seed = json_integer<uint64_t>(golden.at("seed"));
     line.expected = {{"observation", observation}, {"max_steps", golden.at("max_steps")}};
     return line;
   }

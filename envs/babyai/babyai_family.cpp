@@ -23,7 +23,7 @@ const std::vector<IntOption>& options_accepted() {
 }
 
 std::unique_ptr<Env> make(const std::string& id, const nlohmann::json& options) {
-  const int num_dists = read_int_options(id, options, options_accepted())[0];
+  const int num_dists = read_num_dists(id, options);
   for (const auto& task : kTasks) {
     if (id == std::string("babyai/") + task.suffix) return std::make_unique<BabyAIEnv>(id, task.task, num_dists);
   }
@@ -31,6 +31,10 @@ std::unique_ptr<Env> make(const std::string& id, const nlohmann::json& options) 
 }
 
 }  // namespace
+
+int read_num_dists(const std::string& id, const nlohmann::json& options) {
+  return read_int_options(id, options, options_accepted())[0];
+}
 
 EnvFamily babyai_family() {
   EnvFamily family;

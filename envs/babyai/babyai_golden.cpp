@@ -6,6 +6,7 @@
 
 #include "envs/babyai/babyai_env.h"
 #include "envs/babyai/babyai_family.h"
+#include "envs/common/json_integer.h"
 
 namespace turnrl::envs::babyai {
 namespace {
@@ -13,6 +14,11 @@ namespace {
 constexpr std::string_view kGoldenPrefix = "BabyAI-MixedTrainLocal-v0/";
 
 nlohmann::json encode_rows(const std::vector<std::string>& rows) { return nlohmann::json(rows); }
+
+/** The recording's distractor count as an env option, unchecked (read_num_dists or make_env checks it). */
+nlohmann::json num_dists_option(const nlohmann::json& golden) {
+  return {{"num_dists", golden.value("num_dists", nlohmann::json(0))}};
+}
 
 /** Replays the BabyAI golden format (../shared/spec/babyai_baba.md C.3). */
 class BabyAIReplayer final : public GoldenReplayer {
@@ -22,11 +28,12 @@ class BabyAIReplayer final : public GoldenReplayer {
   nlohmann::json replay(const nlohmann::json& golden) override {
     nlohmann::json out;
     if (golden.at("type") == "reset") {
-      // Recordings with distractors name their count; BALROG's default is 0.
-      env_ = std::make_unique<BabyAIEnv>(id_, task_, golden.value("num_dists", 0));
+      // Recordings with distractors name their count; BALROG's default is 0. Checked as the registry
+      // checks the option: level generation cannot place more than the rooms hold.
+      env_ = std::make_unique<BabyAIEnv>(id_, task_, read_num_dists(id_, num_dists_option(golden)));
       std::vector<RngCall> trace;
       env_->set_rng_trace(&trace);
-      env_->reset(golden.at("seed").get<uint64_t>());
+      env_->reset(json_integer<uint64_t>(golden.at("seed")));
       env_->set_rng_trace(nullptr);
       const Level& level = env_->level();
       out["subtask"] = task_name(env_->task());
@@ -56,8 +63,8 @@ class BabyAIReplayer final : public GoldenReplayer {
     EnvApiLine line;
     line.is_reset = true;
     line.env_id = id_;
-    line.options = {{"num_dists", golden.value("num_dists", 0)}};
-    line.seed = golden.at("seed").get<uint64_t>();
+    line.options = num_dists_option(golden);
+    line.seed = json_integer<uint64_t>(golden.at("seed"));
     line.expected = {{"observation", observation}, {"goal", golden.at("mission")}, {"max_steps", golden.at("max_steps")}};
     return line;
   }

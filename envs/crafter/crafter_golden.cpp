@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "envs/common/json_integer.h"
 #include "envs/common/sha256.h"
 #include "envs/crafter/balrog_text.h"
 #include "envs/crafter/crafter_env.h"
@@ -19,14 +20,14 @@ namespace {
 class CrafterReplayer final : public GoldenReplayer {
  public:
   CrafterReplayer(const nlohmann::json& first, bool text)
-      : text_(text), first_(first), seed_(first.at("seed").get<uint64_t>()) {
+      : text_(text), first_(first), seed_(json_integer<uint64_t>(first.at("seed"))) {
     CrafterConfig config;
     config.balrog = text;
     config.area = read_pair("golden", "area", first.at("area"), 16);
     config.view = read_pair("golden", "view", first.at("view"), 3);
     config.size = read_pair("golden", "size", first.at("size"), 1);
-    config.length = first.at("length").get<int>();
-    if (text) config.balrog_max_steps = first.at("balrog_max_steps").get<int>();
+    config.length = json_integer<int>(first.at("length"));
+    if (text) config.balrog_max_steps = json_integer<int>(first.at("balrog_max_steps"));
     env_ = std::make_unique<CrafterEnv>(text ? kBalrogId : kPlainId, config);
   }
 
@@ -62,7 +63,7 @@ class CrafterReplayer final : public GoldenReplayer {
         if (index < 0) feedback = invalid_action_feedback(executed);
         out["feedback"] = index >= 0 ? nlohmann::json(nullptr) : nlohmann::json(feedback);
       } else {
-        action = golden.at("action").get<int>();
+        action = json_integer<int>(golden.at("action"));
       }
       const StepResult result = env_->step(action);
       out["action"] = action;

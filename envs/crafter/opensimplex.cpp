@@ -152,8 +152,8 @@ Pair middle_key(Pair xins, Pair yins, Pair zins) {
   // The source's p > 1 ? p - 1 : 1 - p is |p - 1|: 1 - p is exactly -(p - 1).
   const Pair a_score = magnitude(p1 - both(1)), b_score = magnitude(p2 - both(1)), score = magnitude(p3 - both(1));
   const Pair point3 = both(1) + masked(p3 > both(1), both(5));
-  const Pair a_point = (a_score <= b_score) & (a_score < score) ? point3 : both(4) - masked(p1 > both(1), both(1));
-  const Pair b_point = (a_score > b_score) & (b_score < score) ? point3 : both(2) + masked(p2 > both(1), both(3));
+  const Pair a_point = ((a_score <= b_score) & (a_score < score)) ? point3 : both(4) - masked(p1 > both(1), both(1));
+  const Pair b_point = ((a_score > b_score) & (b_score < score)) ? point3 : both(2) + masked(p2 > both(1), both(3));
   return both(kMiddleKeys) + both(8) * a_point + b_point;
 }
 

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <set>
 
+#include "envs/common/json_integer.h"
 #include "envs/env_outputs.h"
 
 namespace turnrl::envs::server {
@@ -112,8 +113,7 @@ RequestBody decode_body(const json& message, std::string_view type, int num_slot
     HelloRequest hello;
     const json& versions = array_field(message, "versions", 64, where);
     for (const json& version : versions) {
-      if (!version.is_number_integer()) throw ProtocolError("hello: field 'versions' must hold integers");
-      hello.versions.push_back(version.get<int>());
+      hello.versions.push_back(static_cast<int>(int_field(json{{"version", version}}, "version", INT32_MIN, INT32_MAX, where)));
     }
     return hello;
   }
@@ -228,6 +228,8 @@ auto read_reply(const char* what, Read read) -> decltype(read()) {
   try {
     return read();
   } catch (const json::exception& e) {
+    throw ServerError(std::string("malformed ") + what + " reply: " + e.what());
+  } catch (const std::out_of_range& e) {
     throw ServerError(std::string("malformed ") + what + " reply: " + e.what());
   }
 }
@@ -345,7 +347,8 @@ std::optional<json> decode_reply(std::string_view payload, std::string_view type
   }
   if (reply.value("id", json()) != json(id)) return std::nullopt;
   if (reply["type"] == "error") {
-    throw ServerError("env server: " + reply.value("message", std::string("(no message)")));
+    const json message = reply.value("message", json());
+    throw ServerError("env server: " + (message.is_string() ? message.get<std::string>() : std::string("(no message)")));
   }
   if (reply["type"] != type) {
     throw ServerError("expected a '" + std::string(type) + "' reply, got '" + reply["type"].get<std::string>() + "'");
@@ -358,12 +361,12 @@ std::vector<SlotInfo> decode_slot_infos(const json& body) {
     std::vector<SlotInfo> infos;
     for (const json& result : body.at("results")) {
       SlotInfo info;
-      info.slot = result.at("slot").get<int>();
+      info.slot = json_integer<int>(result.at("slot"));
       info.env_id = result.at("env_id").get<std::string>();
       for (const json& action : result.at("actions")) {
         info.actions.push_back({action.at("name").get<std::string>(), action.at("description").get<std::string>()});
       }
-      info.default_action = result.at("default_action").get<int>();
+      info.default_action = json_integer<int>(result.at("default_action"));
       info.text_rules = text_rules_from_json(result.at("text_rules"));
       infos.push_back(std::move(info));
     }
@@ -375,9 +378,9 @@ std::vector<EpisodeStart> decode_episode_starts(const json& body) {
   return read_reply("reset", [&] {
     std::vector<EpisodeStart> starts;
     for (const json& result : body.at("results")) {
-      starts.push_back({result.at("slot").get<int>(), observation_from_json(result.at("observation")),
+      starts.push_back({json_integer<int>(result.at("slot")), observation_from_json(result.at("observation")),
                         result.at("instruction_prompt").get<std::string>(), result.at("goal").get<std::string>(),
-                        result.at("max_steps").get<int>(), result.at("progression").get<double>()});
+                        json_integer<int>(result.at("max_steps")), result.at("progression").get<double>()});
     }
     return starts;
   });
@@ -388,7 +391,7 @@ std::vector<StepOutcome> decode_step_outcomes(const json& body) {
     std::vector<StepOutcome> outcomes;
     for (const json& result : body.at("results")) {
       StepOutcome outcome;
-      outcome.slot = result.at("slot").get<int>();
+      outcome.slot = json_integer<int>(result.at("slot"));
       outcome.result = {result.at("reward").get<double>(), result.at("terminated").get<bool>(),
                         result.at("truncated").get<bool>()};
       outcome.observation = observation_from_json(result.at("observation"));
@@ -402,7 +405,7 @@ std::vector<StepOutcome> decode_step_outcomes(const json& body) {
 EnvApiScript decode_script(const json& body) {
   return read_reply("golden_script", [&] {
     EnvApiScript script;
-    script.golden_lines = body.at("golden_lines").get<long>();
+    script.golden_lines = json_integer<long>(body.at("golden_lines"));
     for (const json& encoded : body.at("lines")) {
       EnvApiLine line;
       if (encoded.contains("reset")) {
@@ -410,9 +413,9 @@ EnvApiScript decode_script(const json& body) {
         line.is_reset = true;
         line.env_id = reset.at("env_id").get<std::string>();
         line.options = reset.at("options");
-        line.seed = reset.at("seed").get<uint64_t>();
+        line.seed = json_integer<uint64_t>(reset.at("seed"));
       } else {
-        line.action = encoded.at("action").get<int>();
+        line.action = json_integer<int>(encoded.at("action"));
       }
       line.expected = encoded.at("expected");
       script.lines.push_back(std::move(line));

@@ -90,6 +90,12 @@ void ConfigSection::read_json(const std::string& key, nlohmann::json& out) {
     return parsed.is_discarded() ? nlohmann::json(node.Scalar()) : parsed;
   };
   out = to_json(value);
+  // JSON text is UTF-8, and the mapping travels as JSON (resolved configs, env options).
+  try {
+    (void)out.dump();
+  } catch (const nlohmann::json::type_error&) {
+    fail(key, "must be UTF-8 text");
+  }
 }
 
 ConfigSection ConfigSection::section(const std::string& key) {
