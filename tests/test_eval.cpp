@@ -102,7 +102,8 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
       CHECK(turn.at("prompt")[0].at("role") == "user");
       CHECK(turn.at("prompt").back().at("content").get<std::string>().find("Current Observation:") == 0);
       CHECK(turn.at("action").is_string());
-      const auto& actions = envs::make_env(record.at("task").get<std::string>())->actions();
+      const auto env = envs::make_env(record.at("task").get<std::string>());
+      const auto& actions = env->actions();
       CHECK(std::any_of(actions.begin(), actions.end(),
                         [&](const envs::ActionSpec& a) { return a.name == turn.at("action").get<std::string>(); }));
       reward += turn.at("reward").get<double>();

@@ -41,8 +41,9 @@ trainer::RolloutConfig small_config() {
   return config;
 }
 
-std::shared_ptr<trainer::WorkerPool> pool_over(const std::vector<std::string>& endpoints) {
-  return std::make_shared<trainer::WorkerPool>(trainer::WorkerPoolOptions{endpoints, 1000ms, 100ms});
+std::shared_ptr<trainer::WorkerPool> pool_over(const std::vector<std::string>& endpoints,
+                                               std::chrono::milliseconds timeout = 1000ms) {
+  return std::make_shared<trainer::WorkerPool>(trainer::WorkerPoolOptions{endpoints, timeout, 100ms});
 }
 
 trainer::Rollout::EnvFactory remote_envs(const std::shared_ptr<trainer::WorkerPool>& pool) {
@@ -217,7 +218,8 @@ TEST_CASE("a server restarted before anyone noticed: its slots restart there, th
   auto restarted = std::make_unique<ServerProcess>();
   ServerProcess steady;
   const std::string endpoint = restarted->endpoint();
-  auto pool = pool_over({endpoint, steady.endpoint()});
+  // A timeout longer than a restart takes (sanitizer builds start slowly), so no ping gives up on it.
+  auto pool = pool_over({endpoint, steady.endpoint()}, 10000ms);
   agents::RandomAgent agent;
   trainer::Rollout rollout(remote_envs(pool), agent, small_config());
   rollout.collect();
