@@ -275,6 +275,17 @@ TEST_CASE("configs validate every key and name the file and line") {
 
 namespace {
 
+/** The lines of a run's metrics.jsonl whose "type" is `type`. */
+std::vector<nlohmann::json> metrics_of_type(const std::string& path, const std::string& type) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string text; std::getline(in, text);) {
+    nlohmann::json line = nlohmann::json::parse(text);
+    if (line["type"] == type) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
 /** metrics.jsonl lines by "type/iteration" (or "type/step"), without the wall-clock fields. */
 std::map<std::string, nlohmann::json> deterministic_metrics(const std::string& path) {
   std::map<std::string, nlohmann::json> lines;
@@ -411,17 +422,13 @@ TEST_CASE("a group estimator trains without the critic on groups sharing their s
                            "ppo:\n  estimator: grpo\n  minibatch: 8\n  epochs: 1\n  critic_warmup_iterations: 1\n"
                            "run:\n  iterations: 2\n  checkpoint_every: 2\n  eval_every: 2\n  eval_episodes: 1\n  out: " + root + "/run\n";
   PpoTrainer(TrainConfig::load(write_config("group.yaml", yaml)), "").train();
-  std::ifstream in(root + "/run/metrics.jsonl");
-  int train_lines = 0;
-  for (std::string text; std::getline(in, text);) {
-    const nlohmann::json line = nlohmann::json::parse(text);
-    CHECK(line["type"] != "critic_warmup");  // no critic to warm up
-    if (line["type"] != "train") continue;
-    ++train_lines;
+  CHECK(metrics_of_type(root + "/run/metrics.jsonl", "critic_warmup").empty());  // no critic to warm up
+  const std::vector<nlohmann::json> train = metrics_of_type(root + "/run/metrics.jsonl", "train");
+  for (const nlohmann::json& line : train) {
     CHECK_FALSE(line.contains("value_loss"));
     CHECK(std::isfinite(line["policy_loss"].get<double>()));
   }
-  CHECK(train_lines == 2);
+  CHECK(train.size() == 2u);
 }
 
 TEST_CASE("action tokens: the tokenizer's text ends and the parser's offset agree on a real tokenizer") {
@@ -492,16 +499,12 @@ TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rol
   const TrainConfig config = TrainConfig::load(write_config("gigpo.yaml", yaml));
   CHECK(config.reward.manager == "episode");
   PpoTrainer(config, "").train();
-  std::ifstream in(root + "/run/metrics.jsonl");
-  int train_lines = 0;
-  for (std::string text; std::getline(in, text);) {
-    const nlohmann::json line = nlohmann::json::parse(text);
-    if (line["type"] != "train") continue;
-    ++train_lines;
+  const std::vector<nlohmann::json> train = metrics_of_type(root + "/run/metrics.jsonl", "train");
+  for (const nlohmann::json& line : train) {
     CHECK_FALSE(line.contains("value_loss"));
     CHECK(std::isfinite(line["policy_loss"].get<double>()));
   }
-  CHECK(train_lines == 3);
+  CHECK(train.size() == 3u);
   // The episode manager's open episodes travel with the checkpoint.
   std::ifstream state_file(root + "/run/checkpoint/state.json");
   CHECK(nlohmann::json::parse(state_file).at("reward_manager").contains("open_episodes"));
@@ -521,13 +524,9 @@ TEST_CASE("dynamic sampling drops groups without signal and refills within its t
                            "reward:\n  manager: episode\n  dynamic_sampling_tries: 3\n"
                            "run:\n  iterations: 2\n  eval_every: 10\n  eval_episodes: 1\n  out: " + root + "/run\n";
   PpoTrainer(TrainConfig::load(write_config("dynamic.yaml", yaml)), "").train();
-  std::ifstream in(root + "/run/metrics.jsonl");
-  int train_lines = 0;
+  const std::vector<nlohmann::json> train = metrics_of_type(root + "/run/metrics.jsonl", "train");
   size_t all_dropped = 0, all_kept = 0;
-  for (std::string text; std::getline(in, text);) {
-    const nlohmann::json line = nlohmann::json::parse(text);
-    if (line["type"] != "train") continue;
-    ++train_lines;
+  for (const nlohmann::json& line : train) {
     const int tries = line.at("sampling_tries");
     const size_t wanted = line.at("groups_wanted"), kept = line.at("groups_kept"), dropped = line.at("groups_dropped");
     CHECK(tries >= 1);
@@ -543,7 +542,7 @@ TEST_CASE("dynamic sampling drops groups without signal and refills within its t
     all_dropped += dropped;
     all_kept += kept;
   }
-  CHECK(train_lines == 2);
+  CHECK(train.size() == 2u);
   CHECK(all_dropped > 0u);
   CHECK(all_kept > 0u);
   CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("dynamic-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  dynamic_sampling_tries: 2\n")),
