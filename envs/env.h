@@ -71,6 +71,10 @@ class Env {
   virtual std::string render_ascii() const = 0;
   /** BALROG's progression in [0, 1] for the episode so far. */
   virtual double progression() const = 0;
+  /** Every achievement the env can unlock (Crafter's 22), in a fixed order; empty where it has none. */
+  virtual std::vector<std::string> achievement_names() const { return {}; }
+  /** The achievements unlocked so far this episode, in achievement_names() order. */
+  virtual std::vector<std::string> unlocked_achievements() const { return {}; }
 
   /**
    * Canonical bytes of the current state (built with StateWriter), the key GiGPO groups steps by.

@@ -21,8 +21,11 @@
 #include "agents/model/tokenizer.h"
 #include "trainer/train_config.h"
 #include "test_util.h"
+#include "train_test_util.h"
 
 using namespace turnrl::trainer;
+using turnrl::test::metrics_of_type;
+using turnrl::test::write_config;
 
 TEST_CASE("dual-discount GAE reproduces the worked example of verlog.md 6.3") {
   std::vector<TurnSignals> turns(3);
@@ -207,17 +210,6 @@ TEST_CASE("the trainer's update clips the actor's gradient norm") {
   }
 }
 
-namespace {
-
-std::string write_config(const std::string& name, const std::string& text) {
-  std::filesystem::create_directories("/tmp/turnrl_configs");
-  const std::string path = "/tmp/turnrl_configs/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-}  // namespace
-
 TEST_CASE("configs validate every key and name the file and line") {
   for (const auto& entry : std::filesystem::directory_iterator(std::string(TURNRL_SOURCE_DIR) + "/configs")) {
     if (entry.path().filename().string().rfind("eval", 0) == 0) continue;  // eval sweeps have their own schema
@@ -274,17 +266,6 @@ TEST_CASE("configs validate every key and name the file and line") {
 }
 
 namespace {
-
-/** The lines of a run's metrics.jsonl whose "type" is `type`. */
-std::vector<nlohmann::json> metrics_of_type(const std::string& path, const std::string& type) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(path);
-  for (std::string text; std::getline(in, text);) {
-    nlohmann::json line = nlohmann::json::parse(text);
-    if (line["type"] == type) lines.push_back(std::move(line));
-  }
-  return lines;
-}
 
 /** metrics.jsonl lines by "type/iteration" (or "type/step"), without the wall-clock fields. */
 std::map<std::string, nlohmann::json> deterministic_metrics(const std::string& path) {

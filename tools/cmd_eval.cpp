@@ -99,6 +99,7 @@ nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLo
           {"seed", log.job.seed},
           {"steps", log.turns.size()},
           {"progression", log.progression},
+          {"achievements", log.achievements},
           {"return", log.episode_return},
           {"terminated", log.terminated},
           {"truncated", log.truncated},
@@ -130,6 +131,11 @@ std::pair<uint64_t, int> parse_seed_range(const std::string& text) {
 int evaluate_run(const std::string& run_dir, const std::string& seeds, const std::string& out_folder) {
   const auto [first_seed, count] = parse_seed_range(seeds);
   const trainer::TrainConfig config = trainer::TrainConfig::load(trainer::run_config_path(run_dir));
+  if (config.run.overlaps_training_seeds(first_seed, static_cast<uint64_t>(count))) {
+    throw std::invalid_argument(fmt::format("--seeds {}: overlaps the run's training seeds {}..{}; pick seeds it never saw",
+                                            seeds, config.run.first_training_seed(),
+                                            config.run.first_training_seed() + trainer::TrainConfig::Run::kTrainingSeedSpan - 1));
+  }
   const std::string model_dir = trainer::latest_model(run_dir);
   agents::set_compute_threads(config.model.threads);
   std::unique_ptr<agents::Agent> agent =
@@ -159,6 +165,7 @@ int evaluate_run(const std::string& run_dir, const std::string& seeds, const std
   for (const trainer::TaskScore& score : scores) {
     std::printf("%-28s %4d episodes  success %.3f  progression %.3f\n", score.task.c_str(), score.episodes, score.success,
                 score.progression);
+    if (!score.unlock_rates.empty()) std::printf("%-28s Crafter score %.1f%%: %s\n", "", score.crafter_score, trainer::unlock_summary(score).c_str());
   }
   spdlog::info("wrote {}/summary.json", out_dir.string());
   return 0;

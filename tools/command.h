@@ -24,5 +24,7 @@ int run_generate(int argc, char** argv);
 int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_env_server(int argc, char** argv);
+int run_sft(int argc, char** argv);
+int run_make_sft_data(int argc, char** argv);
 
 }  // namespace turnrl::tools

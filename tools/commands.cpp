@@ -6,6 +6,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
 #ifdef TURNRL_WITH_TORCH
       {"train", "train a policy with turn-level PPO from a YAML config", run_train},
+      {"sft", "supervised fine-tuning on chat transcripts (the format stage before PPO)", run_sft},
+      {"make-sft-data", "write format data (template replies in training's prompts) for sft", run_make_sft_data},
 #endif
       {"play", "play an environment by hand (or step through a model), seeing exactly what the model sees", run_play},
       {"replay", "replay golden trajectories and compare every recorded field", run_replay},

@@ -22,7 +22,7 @@ void save_checkpoint(const std::string& dir, LearnerState& learner, const Checkp
   torch::save(*learner.actor_optimizer, temp + "/actor_optimizer.pt");
   torch::save(*learner.critic_optimizer, temp + "/critic_optimizer.pt");
   nlohmann::json curve = nlohmann::json::array();
-  for (const auto& p : state.curve) curve.push_back({p.minutes, p.iteration, p.success, p.task_success});
+  for (const auto& p : state.curve) curve.push_back({p.minutes, p.iteration, p.progression, p.task_progression});
   std::ostringstream rng;
   rng << learner.shuffle_rng;
   {

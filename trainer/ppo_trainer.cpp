@@ -10,7 +10,7 @@
 
 #include "agents/model/compute_threads.h"
 #include "agents/model/language_model.h"
-#include "agents/model/model_presets.h"
+#include "trainer/format_stage.h"
 #include "envs/registry.h"
 #include "trainer/checkpoint.h"
 #include "trainer/learner_state.h"
@@ -45,7 +45,7 @@ struct PpoTrainer::Impl {
   std::vector<EvalPoint> curve;
 
   const TrainConfig& config() const { return learner.config; }
-  const std::string& base_model() const { return learner.config.model.path; }
+  const std::string& base_model() const { return learner.config.initial_model(); }
 };
 
 PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(std::make_unique<Impl>()) {
@@ -55,14 +55,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   const TrainConfig& c = l.config;
   l.device = torch::Device(c.model.device);
   agents::set_compute_threads(c.model.threads);
-  const std::string& path = c.model.path;
-  if (!std::filesystem::exists(path + "/config.json")) {
-    if (c.model.preset.empty()) {
-      throw std::invalid_argument("model.path '" + path + "' holds no model (config.json) and model.preset is not set");
-    }
-    spdlog::info("creating a '{}' model in {}", c.model.preset, path);
-    agents::write_new_model(c.model.preset, path, c.run.seed, "");
-  }
+  const std::string path = prepare_initial_model(c);
   torch::manual_seed(c.run.seed);  // here, so the critic's head does not depend on whether the preset ran
   const std::string checkpoint = resume.empty() ? "" : find_checkpoint(resume);
   l.actor = agents::load_qwen2(checkpoint.empty() ? path : checkpoint + "/actor", false, l.device);
@@ -87,7 +80,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   rollout.n_env = c.env.n_env;
   rollout.e_len = c.env.e_len;
   rollout.seed = c.run.seed;
-  rollout.first_episode_seed = c.run.train_seed + c.run.seed * 10'000'000ULL;  // far from the evaluation seeds
+  rollout.first_episode_seed = c.run.first_training_seed();  // load() keeps the evaluation seeds out of the block
   rollout.group_size = c.env.group_size;
   rollout.turn = c.turn;
   rollout.record_state_hashes = l.estimator == Estimator::kGigpo;
@@ -141,23 +134,24 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, c.run.eval_seed, c.run.eval_episodes};
     const std::vector<TaskScore> tasks = evaluate(spec, *s.greedy);
     const nlohmann::json scores = scores_json(tasks);
-    std::vector<double> task_success;
+    std::vector<double> task_progression;
     double length = 0;
     for (const TaskScore& task : tasks) {
-      task_success.push_back(task.success);
+      task_progression.push_back(task.progression);
       length += task.mean_length / tasks.size();
     }
     const double success = scores["overall"]["success"];
-    s.curve.push_back({elapsed() / 60.0, s.iteration, success, task_success});
+    const double progression = scores["overall"]["progression"];
+    s.curve.push_back({elapsed() / 60.0, s.iteration, progression, task_progression});
     nlohmann::json line = {{"type", "eval"},    {"iteration", s.iteration}, {"minutes", elapsed() / 60.0},
-                           {"greedy_success", success}, {"progression", scores["overall"]["progression"]},
+                           {"greedy_success", success}, {"progression", progression},
                            {"mean_length", length}, {"episodes", c.run.eval_episodes}, {"tasks", scores["tasks"]}};
     metrics << line.dump() << "\n" << std::flush;
     spdlog::info("eval  iter {:4d} | {:5.1f} min | greedy success {:.3f}, progression {:.3f} on {} seeds from {} per task | mean length {:.1f}",
-                 s.iteration, elapsed() / 60.0, success, scores["overall"]["progression"].get<double>(), c.run.eval_episodes,
-                 c.run.eval_seed, length);
-    if (tasks.size() > 1) {
-      for (const TaskScore& task : tasks) spdlog::info("      {:<28} greedy success {:.3f}", task.task, task.success);
+                 s.iteration, elapsed() / 60.0, success, progression, c.run.eval_episodes, c.run.eval_seed, length);
+    for (const TaskScore& task : tasks) {
+      if (tasks.size() > 1) spdlog::info("      {:<28} greedy success {:.3f}, progression {:.3f}", task.task, task.success, task.progression);
+      if (!task.unlock_rates.empty()) spdlog::info("      {:<28} Crafter score {:.1f}%: {}", task.task, task.crafter_score, unlock_summary(task));
     }
     write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids);
   };
@@ -226,7 +220,11 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     }
     const size_t finished = finished_episodes.size();
     int invalid_turns = 0;
-    for (const auto& t : batch.turns) invalid_turns += !t.valid_action;
+    size_t response_tokens = 0;
+    for (const auto& t : batch.turns) {
+      invalid_turns += !t.valid_action;
+      response_tokens += t.response_ids.size();
+    }
     const double seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     const size_t turns_trained = std::max<size_t>(1, batch.turns.size());
     m["type"] = "train";
@@ -239,6 +237,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m["success"] = finished ? success / finished : 0.0;
     m["episode_reward"] = finished ? reward / finished : 0.0;
     m["invalid_rate"] = static_cast<double>(invalid_turns) / turns_trained;
+    m["reply_tokens"] = static_cast<double>(response_tokens) / turns_trained;  // end-of-turn token included
     m["kl_reasoning"] = targets.kl_reasoning;
     m["kl_action"] = targets.kl_action;
     m["mean_value"] = targets.mean_value;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <spdlog/fmt/fmt.h>
 #include <yaml-cpp/yaml.h>
 
 #include "envs/registry.h"
@@ -22,6 +23,17 @@ TrainConfig TrainConfig::load(const std::string& path) {
   model.read("threads", c.model.threads, positive<int>(), "must be > 0");
   model.finish();
   if (c.model.path.empty()) model.fail("path", "is required");
+
+  ConfigSection format = root.section("format");
+  format.read("model", c.format.model);
+  format.read("reply_template", c.format.reply_template);
+  format.read("episodes", c.format.episodes, positive<int>(), "must be > 0");
+  format.read("epochs", c.format.epochs, positive<int>(), "must be > 0");
+  format.read("lr", c.format.lr, positive<double>(), "must be > 0");
+  format.read("batch_size", c.format.batch_size, positive<int>(), "must be > 0");
+  format.finish();
+  if (root.has("format") && c.format.model.empty()) format.fail("model", "is required (where the format stage's model goes)");
+  if (c.format.reply_template.find("{action}") == std::string::npos) format.fail("reply_template", "must contain {action}");
 
   ConfigSection env = root.section("env");
   env.read_string_list("id", c.env.ids);
@@ -111,6 +123,12 @@ TrainConfig TrainConfig::load(const std::string& path) {
   run.read("eval_episodes", c.run.eval_episodes, non_negative<int>(), "must be >= 0");
   run.read("eval_seed", c.run.eval_seed);
   run.read("train_seed", c.run.train_seed);
+  if (c.run.overlaps_training_seeds(c.run.eval_seed, static_cast<uint64_t>(c.run.eval_episodes))) {
+    run.fail("eval_seed", fmt::format("evaluation seeds {}..{} overlap the training seeds {}..{} (train_seed + seed * {})",
+                                      c.run.eval_seed, c.run.eval_seed + c.run.eval_episodes - 1, c.run.first_training_seed(),
+                                      c.run.first_training_seed() + TrainConfig::Run::kTrainingSeedSpan - 1,
+                                      TrainConfig::Run::kTrainingSeedSpan));
+  }
   run.finish();
   root.finish();
   return c;
@@ -122,6 +140,12 @@ std::string TrainConfig::to_yaml() const {
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "path" << YAML::Value << model.path
       << YAML::Key << "preset" << YAML::Value << model.preset << YAML::Key << "device" << YAML::Value << model.device
       << YAML::Key << "threads" << YAML::Value << model.threads << YAML::EndMap;
+  if (!format.model.empty()) {
+    out << YAML::Key << "format" << YAML::Value << YAML::BeginMap << YAML::Key << "model" << YAML::Value << format.model << YAML::Key
+        << "reply_template" << YAML::Value << format.reply_template << YAML::Key << "episodes" << YAML::Value << format.episodes
+        << YAML::Key << "epochs" << YAML::Value << format.epochs << YAML::Key << "lr" << YAML::Value << format.lr << YAML::Key
+        << "batch_size" << YAML::Value << format.batch_size << YAML::EndMap;
+  }
   out << YAML::Key << "env" << YAML::Value << YAML::BeginMap << YAML::Key << "id" << YAML::Value << YAML::Flow << env.ids
       << YAML::Key << "options" << YAML::Value << YAML::Flow << YAML::Load(env.options.dump()) << YAML::Key << "n_env"
       << YAML::Value << env.n_env << YAML::Key << "e_len" << YAML::Value << env.e_len << YAML::Key << "group_size"

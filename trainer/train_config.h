@@ -19,6 +19,19 @@ struct TrainConfig {
     std::string device = "cpu";
     int threads = 2;
   } model;
+  /** The format stage (optional, `format:`): supervised fine-tuning of model.path on template
+   *  replies of random actions (trainer/format_stage.*), so a model that cannot yet write the reply
+   *  format learns it before PPO. PPO then starts from, and keeps its KL reference at, `model`. */
+  struct Format {
+    std::string model;  // the stage's output folder; empty: no stage. A folder that holds a model is reused
+    std::string reply_template = "ACTION: {action}";
+    int episodes = 200;  // played on seeds at the top of the training block, never evaluation seeds
+    int epochs = 2;
+    double lr = 1e-3;
+    int batch_size = 32;
+  } format;
+  /** The model PPO starts from and compares with (KL): the format stage's when declared. */
+  const std::string& initial_model() const { return format.model.empty() ? model.path : format.model; }
   struct Env {
     /** One task or a mix (YAML `id`: a string or a list); slot i runs ids[i % ids.size()]. */
     std::vector<std::string> ids = {"babyai/goto"};
@@ -75,6 +88,14 @@ struct TrainConfig {
     int eval_episodes = 200;
     uint64_t eval_seed = 100000;
     uint64_t train_seed = 1000000;
+    /** Seeds a run's training episodes may take: [train_seed + seed * span, + span). Runs with
+     *  other `seed`s take the next blocks; evaluation seeds must lie outside the block. */
+    static constexpr uint64_t kTrainingSeedSpan = 10'000'000;
+    uint64_t first_training_seed() const { return train_seed + seed * kTrainingSeedSpan; }
+    /** Whether [first, first + count) shares a seed with the training block. */
+    bool overlaps_training_seeds(uint64_t first, uint64_t count) const {
+      return first < first_training_seed() + kTrainingSeedSpan && first_training_seed() < first + count;
+    }
   } run;
 
   /** Loads and validates; relative model paths resolve against the working directory. */

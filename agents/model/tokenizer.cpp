@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -411,8 +412,12 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, std::vector<uint3
     if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_text.size()) {
       throw std::out_of_range("tokenizer: token id " + std::to_string(id) + " is outside the vocabulary");
     }
-    if (words && !out.empty()) out.push_back(' ');
-    out += impl_->id_to_text[id];
+    const std::string& text = impl_->id_to_text[id];
+    // Word-level texts are joined by spaces, except that punctuation sticks to the word before it,
+    // so "ACTION" ":" reads "ACTION:" (the marker the reply parser looks for), as it was written.
+    const bool punctuation = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::ispunct(static_cast<unsigned char>(c)); });
+    if (words && !out.empty() && !punctuation) out.push_back(' ');
+    out += text;
     if (token_ends) token_ends->push_back(static_cast<uint32_t>(out.size()));
   }
   return out;

@@ -27,7 +27,8 @@ class Tokenizer {
 
   /** Special tokens in the text are matched as such; no BOS is added. */
   std::vector<int32_t> encode(std::string_view text) const;
-  /** Raw bytes of the tokens; may end in an incomplete UTF-8 sequence. `token_ends`, when given,
+  /** Raw bytes of the tokens; may end in an incomplete UTF-8 sequence. Word-level vocabularies
+   *  join words with spaces, punctuation attached to the word before it. `token_ends`, when given,
    *  receives the text's length once each token is decoded. */
   std::string decode(const std::vector<int32_t>& ids, std::vector<uint32_t>* token_ends = nullptr) const;
 

@@ -296,6 +296,19 @@ double CrafterEnv::progression() const {
   return static_cast<double>(std::count(unlocked_.begin(), unlocked_.end(), true)) / kNumAchievements;
 }
 
+std::vector<std::string> CrafterEnv::achievement_names() const {
+  std::vector<std::string> names;
+  for (int a = 0; a < kNumAchievements; ++a) names.emplace_back(achievement_name(a));
+  return names;
+}
+
+std::vector<std::string> CrafterEnv::unlocked_achievements() const {
+  std::vector<std::string> names;
+  for (int a = 0; a < kNumAchievements; ++a)
+    if (unlocked_[a]) names.emplace_back(achievement_name(a));
+  return names;
+}
+
 std::vector<std::vector<std::string>> CrafterEnv::local_view(int radius) const {
   require_reset();
   const Pos center = player_pos();

@@ -40,6 +40,8 @@ class CrafterEnv final : public Env {
   TextObservation observe_text() const override;
   std::string render_ascii() const override;
   double progression() const override;
+  std::vector<std::string> achievement_names() const override;
+  std::vector<std::string> unlocked_achievements() const override;
   /** Area and view, every cell's material and the object on it (by position, so the slot numbers
    *  and update order are out with the random stream), the player's facing, sleep, inventory,
    *  achievement counts and vitals, the episode's unlocks, the health the next reward compares with,

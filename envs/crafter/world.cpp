@@ -96,13 +96,14 @@ const std::vector<int>& World::live_slots() {
   return live_;
 }
 
+uint8_t World::semantic_id_at(size_t index) const {
+  const int slot = object_map_[index];
+  return slot ? static_cast<uint8_t>(kNumMaterials + static_cast<int>(objects_[slot].kind)) : static_cast<uint8_t>(materials_[index]);
+}
+
 std::vector<uint8_t> World::semantic_map() const {
   std::vector<uint8_t> map(materials_.size());
-  for (size_t i = 0; i < map.size(); ++i) {
-    const int slot = object_map_[i];
-    map[i] = slot ? static_cast<uint8_t>(kNumMaterials + static_cast<int>(objects_[slot].kind))
-                  : static_cast<uint8_t>(materials_[i]);
-  }
+  for (size_t i = 0; i < map.size(); ++i) map[i] = semantic_id_at(i);
   return map;
 }
 

@@ -76,6 +76,8 @@ class World {
   }
   /** Semantic map (objects over materials), byte x * height + y. */
   std::vector<uint8_t> semantic_map() const;
+  /** One cell of semantic_map() (x, y inside the area), without building the map. */
+  uint8_t semantic_id(int x, int y) const { return semantic_id_at(static_cast<size_t>(x) * height_ + y); }
   /** numpy's [x - d : x + d + 1, y - d : y + d + 1] slice holds material m (negative starts: empty). */
   bool nearby_has(Pos p, int d, Material m) const;
 
@@ -83,6 +85,7 @@ class World {
   double daylight = 0.0;
 
  private:
+  uint8_t semantic_id_at(size_t index) const;
   int index(Pos p) const { return p.x * height_ + p.y; }
   Chunk& chunk_for(Pos p);
   int chunk_cell(int x, int y) const { return (x / kChunkSize) * chunks_y_ + y / kChunkSize; }

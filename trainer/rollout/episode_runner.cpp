@@ -57,6 +57,7 @@ void run_episodes(const std::vector<EpisodeJob>& jobs,
       }
       running.log.episode_return = running.env->episode_return();
       running.log.progression = running.env->env().progression();
+      running.log.achievements = running.env->env().unlocked_achievements();
       running.log.terminated = outcome.terminated;
       running.log.truncated = outcome.truncated;
       on_finished(std::move(running.log));

@@ -29,6 +29,7 @@ struct EpisodeLog {
   EpisodeJob job;
   std::vector<TurnLog> turns;
   double episode_return = 0.0, progression = 0.0;
+  std::vector<std::string> achievements;  // unlocked by the episode's end (envs that have them)
   bool terminated = false, truncated = false;
 };
 

@@ -1,5 +1,10 @@
 #include "trainer/rollout/evaluation.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include <spdlog/fmt/fmt.h>
+
 #include "envs/registry.h"
 
 namespace turnrl::trainer {
@@ -10,6 +15,7 @@ std::vector<TaskScore> evaluate(const EvaluationSpec& spec, agents::Agent& agent
   std::vector<EpisodeJob> jobs;
   for (size_t k = 0; k < spec.tasks.size(); ++k) {
     scores[k].task = spec.tasks[k];
+    for (const std::string& name : envs::make_env(spec.tasks[k], spec.env_options)->achievement_names()) scores[k].unlock_rates[name] = 0.0;
     for (int i = 0; i < spec.episodes; ++i) jobs.push_back({spec.tasks[k], spec.first_seed + static_cast<uint64_t>(i), k});
   }
   if (jobs.empty()) return scores;
@@ -26,6 +32,7 @@ std::vector<TaskScore> evaluate(const EvaluationSpec& spec, agents::Agent& agent
         score.progression += log.progression;
         score.mean_return += log.episode_return;
         score.mean_length += static_cast<double>(log.turns.size());
+        for (const std::string& name : log.achievements) score.unlock_rates[name] += 1.0;
         if (on_episode) on_episode(log);
       });
   for (TaskScore& score : scores) {
@@ -34,8 +41,27 @@ std::vector<TaskScore> evaluate(const EvaluationSpec& spec, agents::Agent& agent
     score.progression /= n;
     score.mean_return /= n;
     score.mean_length /= n;
+    for (auto& [name, rate] : score.unlock_rates) rate /= n;
+    score.crafter_score = crafter_score(score.unlock_rates);
   }
   return scores;
+}
+
+double crafter_score(const std::map<std::string, double>& unlock_rates) {
+  if (unlock_rates.empty()) return 0.0;
+  double log_sum = 0.0;
+  for (const auto& [name, rate] : unlock_rates) log_sum += std::log1p(100.0 * rate);
+  return std::exp(log_sum / static_cast<double>(unlock_rates.size())) - 1.0;
+}
+
+std::string unlock_summary(const TaskScore& score) {
+  std::vector<std::pair<std::string, double>> unlocked;
+  for (const auto& entry : score.unlock_rates)
+    if (entry.second > 0) unlocked.push_back(entry);
+  std::stable_sort(unlocked.begin(), unlocked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (const auto& [name, rate] : unlocked) text += (text.empty() ? "" : ", ") + name + " " + fmt::format("{:.2f}", rate);
+  return text.empty() ? "none unlocked" : text;
 }
 
 nlohmann::json scores_json(const std::vector<TaskScore>& scores) {
@@ -44,6 +70,10 @@ nlohmann::json scores_json(const std::vector<TaskScore>& scores) {
   int episodes = 0;
   for (const TaskScore& score : scores) {
     tasks[score.task] = {{"episodes", score.episodes}, {"success", score.success}, {"progression", score.progression}};
+    if (!score.unlock_rates.empty()) {
+      tasks[score.task]["unlock_rates"] = score.unlock_rates;
+      tasks[score.task]["crafter_score"] = score.crafter_score;
+    }
     success += score.success / scores.size();
     progression += score.progression / scores.size();
     episodes += score.episodes;

@@ -3,6 +3,7 @@
 // periodic evaluation and `turnrl eval --run`, so both report the same numbers for the same seeds.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct TaskScore {
   double success = 0.0;      // share of episodes with full progression
   double progression = 0.0;  // BALROG's progression, mean over episodes
   double mean_return = 0.0, mean_length = 0.0;
+  /** Envs with achievements (Crafter): the share of episodes that unlocked each one, and Crafter's
+   *  score over them, exp(mean ln(1 + rate%)) - 1 in percent (Hafner 2021, sec. 3). */
+  std::map<std::string, double> unlock_rates;
+  double crafter_score = 0.0;
 };
 
 struct EvaluationSpec {
@@ -35,7 +40,14 @@ struct EvaluationSpec {
 std::vector<TaskScore> evaluate(const EvaluationSpec& spec, agents::Agent& agent,
                                 const std::function<void(const EpisodeLog&)>& on_episode = nullptr);
 
-/** `{"tasks": {id: {"episodes", "success", "progression"}}, "overall": {...}}` (overall: task means). */
+/** Crafter's score (percent) from per-achievement unlock rates in [0, 1]. */
+double crafter_score(const std::map<std::string, double>& unlock_rates);
+
+/** "collect_wood 0.90, place_table 0.40, ..." (the unlocked ones, most frequent first). */
+std::string unlock_summary(const TaskScore& score);
+
+/** `{"tasks": {id: {"episodes", "success", "progression"[, "unlock_rates", "crafter_score"]}},
+ *  "overall": {...}}` (overall: task means). */
 nlohmann::json scores_json(const std::vector<TaskScore>& scores);
 
 }  // namespace turnrl::trainer

@@ -1,0 +1,31 @@
+#pragma once
+// Helpers for tests that run the trainer: config files and the metrics a run writes.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace turnrl::test {
+
+/** Writes `text` to /tmp/turnrl_configs/NAME and returns the path. */
+inline std::string write_config(const std::string& name, const std::string& text) {
+  std::filesystem::create_directories("/tmp/turnrl_configs");
+  const std::string path = "/tmp/turnrl_configs/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+/** The lines of a run's metrics.jsonl whose "type" is `type`. */
+inline std::vector<nlohmann::json> metrics_of_type(const std::string& path, const std::string& type) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string text; std::getline(in, text);) {
+    nlohmann::json line = nlohmann::json::parse(text);
+    if (line["type"] == type) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+}  // namespace turnrl::test

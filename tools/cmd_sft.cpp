@@ -1,0 +1,77 @@
+// `turnrl sft` and `turnrl make-sft-data`: the supervised format stage as two commands (a config's
+// `format:` section runs the same code inside `turnrl train`).
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+#include "agents/model/compute_threads.h"
+#include "agents/model/tokenizer.h"
+#include "tools/cli.h"
+#include "tools/command.h"
+#include "trainer/format_stage.h"
+#include "trainer/rollout/sft_data.h"
+#include "trainer/sft.h"
+#include "trainer/train_config.h"
+
+namespace turnrl::tools {
+
+int run_sft(int argc, char** argv) {
+  CLI::App app{"Supervised fine-tuning on chat transcripts (JSON Lines of {\"messages\": [...]}), loss on the assistant\n"
+               "messages only; writes a Hugging Face folder with sft_metrics.jsonl and sft_loss.svg beside it.",
+               "turnrl sft"};
+  std::string data, model, out;
+  trainer::SftSettings settings;
+  int threads = 2;
+  app.add_option("--data", data, "chat transcripts, one JSON object per line")->required()->check(CLI::ExistingFile);
+  app.add_option("--model", model, "the model folder to start from")->required()->check(CLI::ExistingDirectory);
+  app.add_option("--out", out, "output model folder (not --model)")->required();
+  app.add_option("--epochs", settings.epochs, "passes over the data")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr", settings.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", settings.batch_size, "examples per step")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--seed", settings.seed, "shuffle seed")->capture_default_str();
+  app.add_option("--device", settings.device, "cpu or cuda")->capture_default_str();
+  app.add_option("--threads", threads, "compute threads")->capture_default_str()->check(CLI::PositiveNumber);
+  if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  agents::set_compute_threads(threads);
+  const trainer::SftReport report = trainer::run_sft(data, model, out, settings);
+  std::printf("%zu examples, %zu target tokens; loss per epoch:", report.examples, report.target_tokens);
+  for (double loss : report.epoch_loss) std::printf(" %.4f", loss);
+  std::printf("\nwrote %s\n", out.c_str());
+  return 0;
+}
+
+int run_make_sft_data(int argc, char** argv) {
+  CLI::App app{"Write format data for `turnrl sft`: episodes of a training config's tasks played with random actions,\n"
+               "each turn one transcript (the prompt exactly as training builds it, then a reply from the template).\n"
+               "Seeds default to the top of the config's training block and may never be its evaluation seeds.",
+               "turnrl make-sft-data"};
+  std::string config_path, out, model;
+  int episodes = 0;
+  std::string reply_template;
+  uint64_t first_seed = 0;
+  app.add_option("--config", config_path, "a training config (tasks, env options, turn settings)")->required()->check(CLI::ExistingFile);
+  app.add_option("--out", out, "output JSON Lines file")->required();
+  app.add_option("--episodes", episodes, "episodes to play (default: the config's format.episodes)")->check(CLI::PositiveNumber);
+  app.add_option("--template", reply_template, "reply with {action} (default: the config's format.reply_template)");
+  auto* seed_option = app.add_option("--first-seed", first_seed, "seed of the first episode (default: top of the training block)");
+  app.add_option("--model", model, "model folder whose tokenizer cuts prompts to the token budget (default: model.path)");
+  if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  trainer::TrainConfig config = trainer::TrainConfig::load(config_path);
+  if (episodes > 0) config.format.episodes = episodes;
+  if (!reply_template.empty()) config.format.reply_template = reply_template;
+  if (model.empty()) model = config.model.path;
+  const agents::Tokenizer tokenizer = agents::Tokenizer::load(model);
+  trainer::SftDataSpec spec = trainer::format_data_spec(config, model, tokenizer);
+  if (seed_option->count() > 0) spec.first_seed = first_seed;
+  const uint64_t eval_first = config.run.eval_seed, eval_count = static_cast<uint64_t>(config.run.eval_episodes);
+  if (spec.first_seed < eval_first + eval_count && eval_first < spec.first_seed + static_cast<uint64_t>(spec.episodes)) {
+    throw std::invalid_argument("--first-seed: seeds " + std::to_string(spec.first_seed) + ".. overlap the config's evaluation seeds " +
+                                std::to_string(eval_first) + ".." + std::to_string(eval_first + eval_count - 1));
+  }
+  const size_t lines = trainer::write_sft_data(spec, out);
+  std::printf("wrote %zu transcripts from %d episodes (seeds %llu..) to %s\n", lines, spec.episodes,
+              static_cast<unsigned long long>(spec.first_seed), out.c_str());
+  return 0;
+}
+
+}  // namespace turnrl::tools

@@ -1,0 +1,76 @@
+#include "trainer/format_stage.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "agents/model/model_config.h"
+#include "agents/model/model_presets.h"
+#include "agents/model/tokenizer.h"
+#include "trainer/rollout/sft_data.h"
+#include "trainer/sft.h"
+
+namespace turnrl::trainer {
+namespace {
+
+bool holds_model(const std::string& dir) { return std::filesystem::exists(dir + "/config.json"); }
+
+void make_format_model(const TrainConfig& c) {
+  const TrainConfig::Format& f = c.format;
+  const std::string temp = f.model + ".tmp";
+  std::filesystem::remove_all(temp);
+  std::filesystem::create_directories(temp);
+  const agents::Tokenizer tokenizer = agents::Tokenizer::load(c.model.path);
+  const SftDataSpec data = format_data_spec(c, c.model.path, tokenizer);
+  const std::string data_path = temp + "/sft_data.jsonl";
+  spdlog::info("format stage: {} episodes of template replies '{}' -> {}", f.episodes, f.reply_template, data_path);
+  const size_t lines = write_sft_data(data, data_path);
+  spdlog::info("format stage: {} turns written; fine-tuning {}", lines, c.model.path);
+  SftSettings settings;
+  settings.epochs = f.epochs;
+  settings.lr = f.lr;
+  settings.batch_size = f.batch_size;
+  settings.seed = c.run.seed;
+  settings.device = c.model.device;
+  run_sft(data_path, c.model.path, temp, settings);
+  std::filesystem::remove_all(f.model);
+  std::filesystem::rename(temp, f.model);
+}
+
+}  // namespace
+
+SftDataSpec format_data_spec(const TrainConfig& c, const std::string& model_dir, const agents::Tokenizer& tokenizer) {
+  const int context = agents::ModelConfig::load(model_dir + "/config.json").max_position_embeddings;
+  SftDataSpec data;
+  data.tasks = c.env.ids;
+  data.env_options = c.env.options;
+  data.turn = c.turn;
+  data.reply_template = c.format.reply_template;
+  data.episodes = c.format.episodes;
+  // The top of the run's training block: seeds evaluation never uses (TrainConfig::load checks).
+  data.first_seed = c.run.first_training_seed() + TrainConfig::Run::kTrainingSeedSpan - static_cast<uint64_t>(c.format.episodes);
+  data.token_counter = [&tokenizer](const std::vector<memory::ChatMessage>& messages) { return tokenizer.encode_chat(messages, true).size(); };
+  data.max_prompt_tokens = static_cast<size_t>(std::max(1, context - c.sampling.max_response_tokens));
+  return data;
+}
+
+std::string prepare_initial_model(const TrainConfig& c) {
+  if (!holds_model(c.model.path)) {
+    if (c.model.preset.empty()) {
+      throw std::invalid_argument("model.path '" + c.model.path + "' holds no model (config.json) and model.preset is not set");
+    }
+    spdlog::info("creating a '{}' model in {}", c.model.preset, c.model.path);
+    agents::write_new_model(c.model.preset, c.model.path, c.run.seed, "");
+  }
+  if (!c.format.model.empty()) {
+    if (holds_model(c.format.model)) {
+      spdlog::info("format stage: reusing {}", c.format.model);
+    } else {
+      make_format_model(c);
+    }
+  }
+  return c.initial_model();
+}
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,32 @@
+#pragma once
+// Format data for supervised fine-tuning (`turnrl make-sft-data`, a config's format stage): episodes
+// played by the random agent writing its replies from a template, each turn saved as one chat
+// transcript (the prompt exactly as training builds it, then the reply) in JSON Lines:
+// {"messages": [{"role": ..., "content": ...}, ..., {"role": "assistant", "content": reply}]}.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "memory/history.h"
+#include "trainer/rollout/turn_settings.h"
+
+namespace turnrl::trainer {
+
+struct SftDataSpec {
+  std::vector<std::string> tasks;  // episodes are spread over the tasks in turn
+  nlohmann::json env_options = nlohmann::json::object();
+  TurnSettings turn;
+  std::string reply_template = "ACTION: {action}";
+  uint64_t first_seed = 0;  // episode i uses first_seed + i: keep it away from evaluation seeds
+  int episodes = 0;
+  /** The model's prompt token counter and limit, so the memory's token budget cuts as in training. */
+  memory::TokenCounter token_counter;
+  size_t max_prompt_tokens = 0;
+};
+
+/** Plays the episodes and writes one line per turn to `path`; returns the number of lines. */
+size_t write_sft_data(const SftDataSpec& spec, const std::string& path);
+
+}  // namespace turnrl::trainer

@@ -1,0 +1,133 @@
+#include "trainer/sft.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "agents/model/generation.h"
+#include "agents/model/qwen2_model.h"
+#include "trainer/ppo_update.h"
+#include "trainer/svg_chart.h"
+
+namespace turnrl::trainer {
+
+std::vector<SftExample> read_sft_examples(const std::string& path, const agents::Tokenizer& tokenizer) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read");
+  const std::vector<int32_t>& stops = tokenizer.stop_ids();
+  if (stops.empty()) throw std::runtime_error(path + ": the tokenizer has no end-of-turn token to end replies with");
+  std::vector<SftExample> examples;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    std::vector<memory::ChatMessage> messages;
+    try {
+      const nlohmann::json record = nlohmann::json::parse(line);
+      for (const nlohmann::json& message : record.at("messages")) {
+        messages.push_back({message.at("role").get<std::string>(), message.at("content").get<std::string>()});
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(where + "expected {\"messages\": [{\"role\": ..., \"content\": ...}, ...]} (" + e.what() + ")");
+    }
+    bool any = false;
+    for (size_t k = 0; k < messages.size(); ++k) {
+      if (messages[k].role != "assistant") continue;
+      any = true;
+      SftExample example;
+      example.prompt = tokenizer.encode_chat({messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(k)}, true);
+      example.target = tokenizer.encode(messages[k].content);
+      example.target.push_back(stops.front());
+      examples.push_back(std::move(example));
+    }
+    if (!any) throw std::runtime_error(where + "a transcript without an assistant message teaches nothing");
+  }
+  if (examples.empty()) throw std::runtime_error(path + ": no transcripts");
+  return examples;
+}
+
+SftReport run_sft(const std::string& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings) {
+  if (settings.epochs <= 0 || settings.batch_size <= 0 || settings.lr <= 0) {
+    throw std::invalid_argument("sft: epochs, batch size and learning rate must be > 0");
+  }
+  if (std::filesystem::weakly_canonical(out_dir) == std::filesystem::weakly_canonical(model_dir)) {
+    throw std::invalid_argument("sft: --out must be another folder than --model (" + out_dir + ")");
+  }
+  const agents::Tokenizer tokenizer = agents::Tokenizer::load(model_dir);
+  const std::vector<SftExample> examples = read_sft_examples(data, tokenizer);
+  const torch::Device device(settings.device);
+  agents::Qwen2Model model = agents::load_qwen2(model_dir, false, device);
+  model->train();
+  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(settings.lr).weight_decay(0.0));
+
+  SftReport report;
+  report.examples = examples.size();
+  for (const SftExample& e : examples) report.target_tokens += e.target.size();
+  std::filesystem::create_directories(out_dir);
+  std::ofstream metrics(out_dir + "/sft_metrics.jsonl", std::ios::trunc);
+  std::vector<std::pair<double, double>> curve;
+  std::vector<size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(settings.seed);
+  const size_t batch = static_cast<size_t>(settings.batch_size);
+  const size_t steps_per_epoch = (examples.size() + batch - 1) / batch;
+  const size_t total_steps = steps_per_epoch * static_cast<size_t>(settings.epochs);
+  spdlog::info("sft: {} examples ({} target tokens) from {}, {} epochs of {} steps", examples.size(), report.target_tokens, data,
+               settings.epochs, steps_per_epoch);
+  const auto start = std::chrono::steady_clock::now();
+  auto last_log = start;
+  size_t step = 0;
+  double tokens_done = 0;
+  for (int epoch = 0; epoch < settings.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    double loss_sum = 0, token_sum = 0;
+    for (size_t first = 0; first < order.size(); first += batch) {
+      std::vector<std::vector<int32_t>> prompts, targets;
+      for (size_t k = first; k < std::min(first + batch, order.size()); ++k) {
+        prompts.push_back(examples[order[k]].prompt);
+        targets.push_back(examples[order[k]].target);
+      }
+      const agents::ResponseBatch rb = agents::make_response_batch(prompts, targets, tokenizer.pad_id(), device);
+      const torch::Tensor logp = agents::response_logprobs(model, rb, {});
+      const torch::Tensor mask = rb.response_mask.to(torch::kFloat);
+      const torch::Tensor tokens = mask.sum();
+      const torch::Tensor loss = -(logp * mask).sum() / tokens;
+      clipped_step(optimizer, model->parameters(), loss, settings.max_grad_norm);
+      ++step;
+      const double value = loss.item<double>();
+      loss_sum += value * tokens.item<double>();
+      token_sum += tokens.item<double>();
+      tokens_done += tokens.item<double>();
+      curve.push_back({static_cast<double>(step), value});
+      metrics << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"loss", value}}.dump() << "\n";
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_log > std::chrono::seconds(5) || step == total_steps) {
+        last_log = now;
+        const double seconds = std::chrono::duration<double>(now - start).count();
+        spdlog::info("sft step {}/{} (epoch {}) | loss {:.4f} | {:.0f} tokens/s | ETA {:.1f} min", step, total_steps, epoch + 1, value,
+                     tokens_done / std::max(1e-9, seconds), seconds / static_cast<double>(step) * static_cast<double>(total_steps - step) / 60.0);
+      }
+    }
+    report.epoch_loss.push_back(loss_sum / std::max(1.0, token_sum));
+    spdlog::info("sft epoch {}/{}: mean loss {:.4f}", epoch + 1, settings.epochs, report.epoch_loss.back());
+  }
+  metrics.flush();
+  model->eval();
+  agents::save_qwen2(model, out_dir, model_dir);
+  double y_max = 0;
+  for (const auto& point : curve) y_max = std::max(y_max, point.second);
+  std::ofstream(out_dir + "/sft_loss.svg") << svg_line_chart("supervised fine-tuning: loss on the reply tokens", "step",
+                                                             "loss (nats/token)", y_max, {{"loss", curve, 1.5}});
+  spdlog::info("sft: wrote {}", out_dir);
+  return report;
+}
+
+}  // namespace turnrl::trainer

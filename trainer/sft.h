@@ -1,0 +1,41 @@
+#pragma once
+// Supervised fine-tuning on chat transcripts (`turnrl sft`, a config's format stage): how a model
+// learns the reply format before reinforcement learning, the way instruct models get theirs.
+// Each assistant message is one example: its prompt is the messages before it, encoded as the
+// policy sees them when it acts (chat template + assistant header), its target the message's
+// tokens and the end-of-turn token; the loss is the mean negative log-likelihood of the target
+// tokens only (user, system and template tokens carry no loss).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agents/model/tokenizer.h"
+
+namespace turnrl::trainer {
+
+struct SftSettings {
+  int epochs = 2;
+  double lr = 1e-3;
+  int batch_size = 32;
+  double max_grad_norm = 1.0;
+  uint64_t seed = 0;  // shuffle order
+  std::string device = "cpu";
+};
+
+struct SftExample {
+  std::vector<int32_t> prompt, target;
+};
+
+/** Reads JSON Lines of {"messages": [{"role", "content"}, ...]}; errors name the file and line. */
+std::vector<SftExample> read_sft_examples(const std::string& path, const agents::Tokenizer& tokenizer);
+
+struct SftReport {
+  size_t examples = 0, target_tokens = 0;
+  std::vector<double> epoch_loss;  // mean target-token loss of each epoch
+};
+
+/** Fine-tunes the model in `model_dir` on `data` and writes the result, a complete Hugging Face
+ *  folder, to `out_dir`, with `sft_metrics.jsonl` (loss per step) and `sft_loss.svg` beside it. */
+SftReport run_sft(const std::string& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings);
+
+}  // namespace turnrl::trainer
