@@ -273,7 +273,7 @@ std::map<std::string, nlohmann::json> deterministic_metrics(const std::string& p
   std::ifstream in(path);
   for (std::string text; std::getline(in, text);) {
     nlohmann::json line = nlohmann::json::parse(text);
-    for (const char* key : {"minutes", "turns_per_s", "rollout_share"}) line.erase(key);
+    for (const char* key : {"minutes", "turns_per_s", "rollout_share", "seconds"}) line.erase(key);
     const std::string key = line["type"].get<std::string>() + "/" +
                             std::to_string(line.contains("iteration") ? line["iteration"].get<int>() : line["step"].get<int>());
     lines[key] = line;

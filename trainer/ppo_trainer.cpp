@@ -180,6 +180,15 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
 
   while (s.iteration < c.run.iterations && (c.run.minutes <= 0 || elapsed() < c.run.minutes * 60.0) && !stopping()) {
     const auto iteration_start = Clock::now();
+    // Where the iteration's time goes: collecting (generation, env steps, prompts), scoring
+    // (old/reference log-probs, values, rewards, advantages), the update.
+    double collect_seconds = 0, scoring_seconds = 0;
+    auto timed = [](double& total, auto&& work) {
+      const auto begin = Clock::now();
+      auto result = work();
+      total += std::chrono::duration<double>(Clock::now() - begin).count();
+      return result;
+    };
     RolloutBatch batch;
     TrainingTargets targets;
     std::vector<EpisodeSummary> finished_episodes;
@@ -190,11 +199,11 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
           c,
           [&] {
             ScoredCollection scored;
-            scored.batch = s.rollout->collect();
+            scored.batch = timed(collect_seconds, [&] { return s.rollout->collect(); });
             log_restarts(scored.batch.restarts);
             restarts.insert(restarts.end(), scored.batch.restarts.begin(), scored.batch.restarts.end());
-            scored.token_rewards = assign_token_rewards(*l.reward_manager, scored.batch);
-            scored.targets = compute_targets(l, scored.batch, scored.token_rewards);
+            scored.token_rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, scored.batch); });
+            scored.targets = timed(scoring_seconds, [&] { return compute_targets(l, scored.batch, scored.token_rewards); });
             return scored;
           },
           c.reward.dynamic_sampling_tries);
@@ -203,14 +212,15 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       finished_episodes = std::move(kept.finished_episodes);
       sampling = {{"groups_wanted", kept.groups_wanted}, {"groups_kept", kept.groups_kept}, {"groups_dropped", kept.groups_dropped}, {"sampling_tries", kept.tries}};
     } else {
-      batch = s.rollout->collect();
+      batch = timed(collect_seconds, [&] { return s.rollout->collect(); });
       log_restarts(batch.restarts);
       restarts = batch.restarts;
-      targets = compute_targets(l, batch, assign_token_rewards(*l.reward_manager, batch));
+      targets = timed(scoring_seconds, [&] { return compute_targets(l, batch, assign_token_rewards(*l.reward_manager, batch)); });
       finished_episodes = batch.finished_episodes;
     }
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
-    nlohmann::json m = ppo_update(l, batch, targets, true, batch.turns.size());
+    double update_seconds = 0;
+    nlohmann::json m = timed(update_seconds, [&] { return ppo_update(l, batch, targets, true, batch.turns.size()); });
     m.update(sampling);
     ++s.iteration;
     double success = 0, reward = 0;
@@ -233,6 +243,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m["turns"] = batch.turns.size();
     m["turns_per_s"] = batch.turns.size() / seconds;  // turns trained on per second
     m["rollout_share"] = rollout_seconds / seconds;
+    m["seconds"] = {{"collect", collect_seconds}, {"scoring", scoring_seconds}, {"update", update_seconds}, {"total", seconds}};
     m["episodes"] = finished;
     m["success"] = finished ? success / finished : 0.0;
     m["episode_reward"] = finished ? reward / finished : 0.0;
