@@ -374,3 +374,26 @@ TEST_CASE("BALROG layout: a reply the letter filter empties stays out of the his
   REQUIRE(messages.size() == 4);
   CHECK(messages[2].role == "assistant");
 }
+
+TEST_CASE("Agent::submit by default answers at once through act(), errors included") {
+  test::CountingEnv env;
+  agents::RandomAgent agent;
+  CHECK_FALSE(agent.asynchronous());
+  agents::AgentPrompt prompt;
+  prompt.actions = &env.actions();
+  prompt.seed = 7;
+  int calls = 0;
+  agent.submit(prompt, [&](agents::AgentResult result) {
+    ++calls;
+    CHECK_FALSE(result.error);
+    CHECK(result.reply.text == agent.act({prompt}).front().text);
+  });
+  CHECK(calls == 1);
+  prompt.actions = nullptr;  // the random agent's act() throws on a prompt without actions
+  agent.submit(prompt, [&](agents::AgentResult result) {
+    ++calls;
+    REQUIRE(result.error);
+    CHECK_THROWS_AS(std::rethrow_exception(result.error), std::invalid_argument);
+  });
+  CHECK(calls == 2);
+}
