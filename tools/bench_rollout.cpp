@@ -5,6 +5,7 @@
 //  (b) the HTTP agent against `turnrl serve` on loopback (comes with `turnrl serve`);
 //  (c) the HTTP agent against a loopback stub answering after 20-200 ms, 256 slots.
 // Replies are seeded per request, so both modes play the same turns.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -39,6 +40,7 @@ struct BenchOptions {
 struct Measured {
   double seconds = 0.0, agent_seconds = 0.0;
   size_t turns = 0, batches = 0;
+  size_t response_tokens = 0, longest_response = 0;  // token-level agents
 };
 
 /** `collections` fixed-turn collections of `n_env` x e_len turns, lock-step or on fibers. */
@@ -59,6 +61,10 @@ Measured measure(agents::Agent& agent, const BenchOptions& options, int n_env, b
     measured.agent_seconds += batch.agent_seconds;
     measured.turns += batch.turns.size();
     measured.batches += batch.agent_batches;
+    for (const trainer::TurnRecord& turn : batch.turns) {
+      measured.response_tokens += turn.response_ids.size();
+      measured.longest_response = std::max(measured.longest_response, turn.response_ids.size());
+    }
   }
   return measured;
 }
@@ -105,6 +111,8 @@ void case_llm(const BenchOptions& options) {
   const Measured lock_step = run(options, true);
   const double lock_step_generate_seconds = generate_seconds;
   const Measured async = run(options, false);
+  std::printf("  replies: %.1f tokens on average, %zu at most\n", static_cast<double>(lock_step.response_tokens) / lock_step.turns,
+              lock_step.longest_response);
   std::printf("  share of lock-step turn time outside the model: %.2f%% (goal < 5%%)\n",
               100.0 * (1.0 - lock_step_generate_seconds / lock_step.seconds));
   report_speedup(lock_step, async);
