@@ -524,6 +524,30 @@ TEST_CASE("progress line: episodes, turns, rate and ETA") {
   CHECK(trainer::ProgressLine("collect", 0, 10).line().find("0 episodes, 0/10 turns") != std::string::npos);
 }
 
+TEST_CASE("episode runner: the progress line comes on a timer while replies are awaited") {
+  tools::OpenAiStubServer server([](int, const nlohmann::json&) { return tools::StubResponse{200, "turn left", 150}; });
+  agents::HttpAgentConfig http;
+  http.base_url = server.base_url();
+  agents::HttpAgent agent(http);
+  std::vector<trainer::EpisodeJob> jobs = {{"babyai/goto", 1, 0}, {"babyai/goto", 2, 1}};
+  trainer::EpisodeRunnerConfig config;
+  config.turn.max_turns = 3;
+  config.progress_s = 0.1;
+  config.progress_label = "sweep";
+  LogCapture log;
+  size_t lines_before_first_episode = 0;
+  trainer::run_episodes(jobs, [](const std::string& id) { return envs::make_env(id); }, agent, config, [&](trainer::EpisodeLog&&) {
+    if (lines_before_first_episode == 0) {
+      const std::string text = log.text();
+      for (size_t at = text.find("sweep: 0/2 episodes"); at != std::string::npos; at = text.find("sweep: 0/2 episodes", at + 1)) {
+        ++lines_before_first_episode;
+      }
+    }
+  });
+  CHECK(lines_before_first_episode >= 2);  // three turns of 150 ms: lines every 0.1 s meanwhile
+  CHECK(log.text().find("sweep: 2/2 episodes, 6 turns") != std::string::npos);  // and a last one
+}
+
 TEST_CASE("memory windows shrink to the agent's prompt limit") {
   struct Limited : agents::Agent {
     size_t limit = 0;
