@@ -57,7 +57,9 @@ class Agent {
     AgentResult result;
     try {
       std::vector<AgentReply> replies = act({std::move(prompt)});
-      if (replies.size() != 1) throw std::runtime_error("agent " + name() + " returned " + std::to_string(replies.size()) + " replies for 1 prompt");
+      if (replies.size() != 1) {
+        throw std::runtime_error("agent " + name() + " returned " + std::to_string(replies.size()) + " replies for 1 prompt");
+      }
       result.reply = std::move(replies.front());
     } catch (...) {
       result.error = std::current_exception();

@@ -142,7 +142,8 @@ struct HttpAgent::Impl {
     const std::string& body = call->response.body();
     if (status == 429 || status >= 500) return retry_or_fail(call, "HTTP " + std::to_string(status));
     if (status != 200) {
-      return finish(call, {{}, failure("http agent: " + config.base_url + ": HTTP " + std::to_string(status) + ": " + body.substr(0, 500))});
+      const std::string message = "HTTP " + std::to_string(status) + ": " + body.substr(0, 500);
+      return finish(call, {{}, failure("http agent: " + config.base_url + ": " + message)});
     }
     const auto reply = nlohmann::json::parse(body, nullptr, false);
     if (reply.is_discarded() || !reply.contains("choices") || !reply["choices"].is_array() || reply["choices"].empty() ||
@@ -158,6 +159,7 @@ struct HttpAgent::Impl {
   }
 
   void retry_or_fail(const CallPtr& call, const std::string& why) {
+    if (stopping) return stopped(call);
     if (call->attempts > config.retries) {
       return finish(call, {{}, failure("http agent: cannot reach " + config.base_url + " after " + std::to_string(call->attempts) +
                                        " attempts (last: " + why + ")")});

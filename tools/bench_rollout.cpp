@@ -169,8 +169,12 @@ int bench_rollout(int argc, char** argv) {
   app.add_option("--http-slots", options.http_slots, "(c) env slots, and the HTTP agent's requests in flight")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--latency-min-ms", options.latency_min_ms, "(c) the stub's shortest answer time")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--latency-max-ms", options.latency_max_ms, "(c) the stub's longest answer time")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--latency-min-ms", options.latency_min_ms, "(c) the stub's shortest answer time")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--latency-max-ms", options.latency_max_ms, "(c) the stub's longest answer time")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
   if (options.latency_max_ms < options.latency_min_ms) throw std::invalid_argument("--latency-max-ms must be >= --latency-min-ms");
   agents::set_compute_threads(options.threads);

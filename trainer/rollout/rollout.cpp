@@ -125,7 +125,7 @@ RolloutBatch Rollout::collect(int e_len) {
     run_slot_fibers(
         static_cast<size_t>(n),
         [&](size_t slot, const std::function<bool()>& stopping) {
-          play_slot(static_cast<int>(slot), e_len, batch, replies, &progress, stopping);
+          play_slot(static_cast<int>(slot), e_len, batch, replies, progress, stopping);
           replies.leave();
         },
         config_.progress_s, [&] { progress.report(); });
@@ -136,7 +136,7 @@ RolloutBatch Rollout::collect(int e_len) {
   return batch;
 }
 
-void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatcher& replies, ProgressLine* progress,
+void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatcher& replies, ProgressLine& progress,
                         const std::function<bool()>& stopping) {
   Slot& slot = slots_[index];
   const int n = config_.n_env;
@@ -166,12 +166,12 @@ void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatch
       batch.restarts.push_back(restart_lost_episode(index, batch, lost));
       continue;
     }
-    record_turn(index, record, std::move(result.reply), outcome);
+    record_turn(record, std::move(result.reply), outcome);
     slot.episode_rows.push_back(row);
-    if (progress) progress->add_turn();
+    progress.add_turn();
     unfinished = !outcome.done();
     if (outcome.done()) {
-      if (progress) progress->add_episode();
+      progress.add_episode();
       end_episode(index, batch, outcome);
     }
     ++t;
@@ -185,7 +185,7 @@ void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatch
   }
 }
 
-void Rollout::record_turn(int /*slot*/, TurnRecord& record, agents::AgentReply&& reply, const TurnOutcome& outcome) {
+void Rollout::record_turn(TurnRecord& record, agents::AgentReply&& reply, const TurnOutcome& outcome) {
   record.prompt_ids = std::move(reply.prompt_ids);
   record.response_ids = std::move(reply.response_ids);
   record.logprobs = std::move(reply.logprobs);

@@ -91,10 +91,10 @@ class Rollout {
   };
   void begin_episode(int slot);
   /** Slot `slot`'s fiber: its e_len turns of the collection, then its bootstrap prompt. */
-  void play_slot(int slot, int e_len, RolloutBatch& batch, ReplyDispatcher& replies, ProgressLine* progress,
+  void play_slot(int slot, int e_len, RolloutBatch& batch, ReplyDispatcher& replies, ProgressLine& progress,
                  const std::function<bool()>& stopping);
   /** Fills `record` with the played turn; the place to observe finished turns. */
-  void record_turn(int slot, TurnRecord& record, agents::AgentReply&& reply, const TurnOutcome& outcome);
+  void record_turn(TurnRecord& record, agents::AgentReply&& reply, const TurnOutcome& outcome);
   /** The slot's episode ended with `outcome`: summary, reward normalisation, next episode. */
   void end_episode(int slot, RolloutBatch& batch, const TurnOutcome& outcome);
   /** Abandons the slot's episode after `lost` and begins its next one (see the top of this file). */
