@@ -1,8 +1,13 @@
 #pragma once
 // The agent interface used by rollouts and evaluation: a batch of chat prompts in, one reply per
-// prompt out. Torch-free; token-level agents also return ids and sampling log-probs.
+// prompt out (act), or one prompt in and its reply delivered later (submit). Torch-free and
+// fiber-free; token-level agents also return ids and sampling log-probs.
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "envs/env.h"
@@ -29,6 +34,14 @@ struct AgentReply {
   bool truncated = false;       // the reply hit the length limit
 };
 
+/** What a submitted prompt comes back as: its reply, or the error that kept the agent from one
+ *  (then `reply` is empty and the caller plays its default action). */
+struct AgentResult {
+  AgentReply reply;
+  std::exception_ptr error;
+};
+using ReplyHandler = std::function<void(AgentResult)>;
+
 class Agent {
  public:
   virtual ~Agent() = default;
@@ -36,6 +49,26 @@ class Agent {
   /** One reply per prompt, in order. May be called from a thread other than the caller's env
    *  work, but never concurrently with itself. */
   virtual std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) = 0;
+  /** One prompt, answered through `on_reply` exactly once, with the reply or the error, on any
+   *  thread, possibly before submit returns. `prompt.actions` must stay valid until then. Called
+   *  from one thread at a time, never concurrently with act(). The default answers at once with
+   *  act({prompt}); asynchronous agents queue the request and return, so that many are in flight. */
+  virtual void submit(AgentPrompt prompt, ReplyHandler on_reply) {
+    AgentResult result;
+    try {
+      std::vector<AgentReply> replies = act({std::move(prompt)});
+      if (replies.size() != 1) {
+        throw std::runtime_error("agent " + name() + " returned " + std::to_string(replies.size()) + " replies for 1 prompt");
+      }
+      result.reply = std::move(replies.front());
+    } catch (...) {
+      result.error = std::current_exception();
+    }
+    on_reply(std::move(result));
+  }
+  /** True when submit() returns before the reply (requests overlap); false when it is the default
+   *  above, and callers that want batches gather prompts for act() instead. */
+  virtual bool asynchronous() const { return false; }
   /** Token counter for the memory budget; null when the agent has no tokenizer. */
   virtual memory::TokenCounter token_counter() const { return nullptr; }
   /** Longest prompt in tokens the agent accepts (0: no limit); memory windows shrink to fit it. */

@@ -1,8 +1,11 @@
 #pragma once
-// An OpenAI-compatible chat client (POST <base_url>/chat/completions) over Boost.Beast: per-request
-// timeouts, retries with exponential backoff on timeouts, connection errors, 429 and 5xx, and a
-// clear error naming the URL when the server cannot be reached. Plain http only (use a local
-// proxy for TLS endpoints).
+// An OpenAI-compatible chat client (POST <base_url>/chat/completions) over Boost.Asio/Beast, on
+// its own I/O thread: each submitted prompt is one request, answered as soon as its reply arrives
+// (no batch barrier), over a pool of keep-alive connections (up to `concurrency` requests in
+// flight). Per-attempt timeouts, retries with exponential backoff on timeouts, connection errors,
+// 429 and 5xx, and a clear error naming the URL when the server cannot be reached. Plain http only
+// (use a local proxy for TLS endpoints).
+#include <memory>
 #include <string>
 
 #include "agents/agent.h"
@@ -13,28 +16,36 @@ struct HttpAgentConfig {
   std::string base_url;     // e.g. http://127.0.0.1:8000/v1
   std::string model;        // the "model" field of the request
   std::string api_key_env;  // env var holding the API key; empty or unset: no Authorization header
-  double timeout_s = 60.0;  // per attempt (connect, send, receive each)
+  double timeout_s = 60.0;  // per attempt: connecting, then sending and receiving
   int retries = 3;          // attempts after the first
   double backoff_s = 0.5;   // wait before retry k: backoff_s * 2^k
   double temperature = 1.0;
   int max_tokens = 64;
-  int concurrency = 8;      // requests of one act() call in flight at once (servers batch them)
+  int concurrency = 8;      // requests in flight at once, each on its own keep-alive connection
 };
 
 class HttpAgent : public Agent {
  public:
   /** Throws std::invalid_argument for a malformed or non-http base_url. */
   explicit HttpAgent(HttpAgentConfig config);
+  /** Requests still in flight are answered with an error. */
+  ~HttpAgent() override;
   std::string name() const override { return "http:" + config_.model; }
-  /** Up to `concurrency` requests at once, replies in prompt order; throws std::runtime_error
-   *  when every attempt of a request fails. */
+  /** Sends the request (with the prompt's seed, its low 63 bits, as `seed`) and returns at once;
+   *  `on_reply` runs on the agent's I/O thread. An error after every attempt, or an HTTP error
+   *  other than 429 and 5xx, comes back as AgentResult::error (std::runtime_error). */
+  void submit(AgentPrompt prompt, ReplyHandler on_reply) override;
+  bool asynchronous() const override { return true; }
+  /** Every prompt submitted at once, replies in prompt order; throws the first error. */
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
   /** One chat completion; the reply text. */
-  std::string complete(const std::vector<memory::ChatMessage>& messages) const;
+  std::string complete(const std::vector<memory::ChatMessage>& messages);
+
+  struct Impl;
 
  private:
   HttpAgentConfig config_;
-  std::string host_, port_, path_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace turnrl::agents

@@ -1,28 +1,39 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
+#include <thread>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "agents/http_agent.h"
 #include "agents/random_agent.h"
 #include "envs/registry.h"
 #include "rollout_test_env.h"
+#include "tools/openai_stub_server.h"
 #include "trainer/rollout/env_slot.h"
 #include "trainer/rollout/episode_runner.h"
+#include "trainer/rollout/progress_line.h"
 #include "trainer/rollout/rollout.h"
 
 using namespace turnrl;
 
 namespace {
 
-trainer::RolloutConfig small_config(bool pipelined) {
+trainer::RolloutConfig small_config(bool lock_step) {
   trainer::RolloutConfig config;
   config.n_env = 5;
   config.e_len = 7;
   config.seed = 42;
   config.first_episode_seed = 1000;
-  config.pipelined = pipelined;
-  config.batch_size = pipelined ? 2 : 0;
+  config.lock_step = lock_step;
+  config.batch_size = 2;  // ignored in lock-step
   config.turn.reply_format = envs::ReplyFormat::kActionTag;
   config.turn.invalid_penalty = -0.1;
   return config;
@@ -33,9 +44,71 @@ std::unique_ptr<envs::Env> counting_env(int) { return std::make_unique<test::Cou
 /** (episode id, turn index) -> (reply, reward, done) over several collections. */
 using Trace = std::map<std::pair<uint64_t, int>, std::tuple<std::string, double, bool>>;
 
-Trace run(bool pipelined, int collections, std::vector<trainer::RolloutBatch>* batches = nullptr) {
-  agents::RandomAgent agent;
-  trainer::Rollout rollout(counting_env, agent, small_config(pipelined));
+/** The random agent's replies, asynchronously: answered on the agent's own thread in a scrambled
+ *  order; requests `fails` picks come back as errors. Counts the requests outstanding at once. */
+class ScrambledAgent : public agents::Agent {
+ public:
+  explicit ScrambledAgent(uint64_t scramble_seed, std::function<bool(const agents::AgentPrompt&)> fails = nullptr)
+      : fails_(std::move(fails)), rng_(scramble_seed), worker_([this] { answer(); }) {}
+  ~ScrambledAgent() override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    arrived_.notify_one();
+    worker_.join();
+  }
+  std::string name() const override { return "scrambled"; }
+  bool asynchronous() const override { return true; }
+  std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
+    ++act_calls;
+    return random_.act(prompts);
+  }
+  void submit(agents::AgentPrompt prompt, agents::ReplyHandler on_reply) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    queue_.emplace_back(std::move(prompt), std::move(on_reply));
+    max_outstanding = std::max(max_outstanding, ++outstanding_);
+    arrived_.notify_one();
+  }
+  size_t max_outstanding = 0;
+  int act_calls = 0;
+
+ private:
+  void answer() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      arrived_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // let a few arrive, then pick any
+      lock.lock();
+      const size_t pick = std::uniform_int_distribution<size_t>(0, queue_.size() - 1)(rng_);
+      auto [prompt, on_reply] = std::move(queue_[pick]);
+      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(pick));
+      --outstanding_;
+      lock.unlock();
+      agents::AgentResult result;
+      if (fails_ && fails_(prompt)) result.error = std::make_exception_ptr(std::runtime_error("scripted failure"));
+      else result.reply = random_.act({prompt}).front();
+      on_reply(std::move(result));
+      lock.lock();
+    }
+  }
+
+  std::function<bool(const agents::AgentPrompt&)> fails_;
+  agents::RandomAgent random_;
+  std::mt19937_64 rng_;
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::vector<std::pair<agents::AgentPrompt, agents::ReplyHandler>> queue_;
+  size_t outstanding_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+Trace trace_of(agents::Agent& agent, const trainer::RolloutConfig& config, int collections,
+               std::vector<trainer::RolloutBatch>* batches = nullptr) {
+  trainer::Rollout rollout(counting_env, agent, config);
   Trace trace;
   for (int c = 0; c < collections; ++c) {
     trainer::RolloutBatch batch = rollout.collect();
@@ -50,11 +123,30 @@ Trace run(bool pipelined, int collections, std::vector<trainer::RolloutBatch>* b
   return trace;
 }
 
+Trace run(bool lock_step, int collections, std::vector<trainer::RolloutBatch>* batches = nullptr) {
+  agents::RandomAgent agent;
+  return trace_of(agent, small_config(lock_step), collections, batches);
+}
+
+/** Everything logged while it lives. */
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+  std::ostringstream text_;
+};
+
 }  // namespace
 
 TEST_CASE("fixed-turn batching: exact counts, time-major rows, bootstrap iff unfinished") {
   std::vector<trainer::RolloutBatch> batches;
-  run(true, 4, &batches);
+  run(false, 4, &batches);
   std::map<int, std::pair<uint64_t, int>> last_of_slot;  // slot -> (episode, next turn index)
   for (const auto& batch : batches) {
     REQUIRE(batch.turns.size() == 35u);
@@ -96,10 +188,10 @@ TEST_CASE("fixed-turn batching: exact counts, time-major rows, bootstrap iff unf
   CHECK(finished > 0);
 }
 
-TEST_CASE("no turn lost or duplicated; seeds reproducible; pipelined == lock-step") {
-  const Trace a = run(true, 3);
-  const Trace b = run(true, 3);
-  const Trace c = run(false, 3);
+TEST_CASE("no turn lost or duplicated; seeds reproducible; fibers == lock-step") {
+  const Trace a = run(false, 3);
+  const Trace b = run(false, 3);
+  const Trace c = run(true, 3);
   CHECK(a.size() == 105u);
   CHECK(a == b);
   CHECK(a == c);  // replies are seeded per request, so batching does not change the data
@@ -111,16 +203,115 @@ TEST_CASE("no turn lost or duplicated; seeds reproducible; pipelined == lock-ste
   }
 }
 
+TEST_CASE("fibers over an asynchronous agent answering out of order == lock-step, turn for turn") {
+  const Trace lock_step = run(true, 3);
+  ScrambledAgent first(1), second(2);
+  const Trace scrambled = trace_of(first, small_config(false), 3);
+  CHECK(scrambled == lock_step);
+  CHECK(trace_of(second, small_config(false), 3) == lock_step);
+  CHECK(first.act_calls == 0);  // every request went through submit
+  CHECK(first.max_outstanding > 1u);  // requests overlap
+  CHECK(first.max_outstanding <= 5u);
+  ScrambledAgent third(3);
+  CHECK(trace_of(third, small_config(true), 3) == lock_step);
+  CHECK(third.act_calls == 21);  // lock-step: one act() call per turn of all slots
+}
+
+TEST_CASE("a failed request ends its slot's episode with the default action, logged; no turn lost or doubled") {
+  auto fails = [](const agents::AgentPrompt& prompt) { return prompt.seed % 5 == 0; };
+  ScrambledAgent first(1, fails), second(2, fails);
+  std::vector<trainer::RolloutBatch> batches;
+  LogCapture log;
+  const Trace a = trace_of(first, small_config(false), 4, &batches);
+  CHECK(a.size() == 140u);
+  CHECK(trace_of(second, small_config(false), 4) == a);  // errors land on the same turns in any order
+  size_t errors = 0;
+  for (const auto& batch : batches) {
+    REQUIRE(batch.turns.size() == 35u);
+    for (int t = 0; t < batch.e_len; ++t) {
+      for (int i = 0; i < batch.n_env; ++i) {
+        const trainer::TurnRecord& turn = batch.at(t, i);
+        CHECK(turn.slot == i);
+        if (turn.agent_error.empty()) continue;
+        ++errors;
+        CHECK(turn.agent_error == "scripted failure");
+        CHECK(turn.action == 0);  // CountingEnv's default
+        CHECK(turn.reply.empty());
+        CHECK_FALSE(turn.valid_action);
+        CHECK(turn.reward == 0.0);  // no invalid-reply penalty: there was no reply
+        CHECK(turn.done());
+        if (t + 1 < batch.e_len) CHECK(batch.at(t + 1, i).turn_index == 0);  // the slot's next episode
+        const bool summarised = std::any_of(batch.finished_episodes.begin(), batch.finished_episodes.end(),
+                                            [&](const trainer::EpisodeSummary& e) { return e.episode_id == turn.episode_id; });
+        CHECK(summarised);
+      }
+    }
+  }
+  CHECK(errors > 0);
+  CHECK(log.text().find("gave no reply (scripted failure)") != std::string::npos);
+  // Turn indices of every episode run 0..k-1 without gaps.
+  std::map<uint64_t, int> count;
+  for (const auto& [key, value] : a) CHECK(key.second == count[key.first]++);
+}
+
+TEST_CASE("an HTTP request that times out ends its slot's episode; the other slots go on") {
+  tools::OpenAiStubServer server([](int, const nlohmann::json& request) {
+    const uint64_t seed = request["seed"];
+    return tools::StubResponse{200, seed % 4 == 0 ? "<action>finish</action>" : "<action>wait</action>", seed % 9 == 0 ? 1500 : 5};
+  });
+  agents::HttpAgentConfig http;
+  http.base_url = server.base_url();
+  http.timeout_s = 0.3;
+  http.retries = 0;
+  http.concurrency = 5;
+  agents::HttpAgent agent(http);
+  std::vector<trainer::RolloutBatch> batches;
+  LogCapture log;
+  trace_of(agent, small_config(false), 2, &batches);
+  size_t timeouts = 0, played = 0;
+  for (const auto& batch : batches) {
+    REQUIRE(batch.turns.size() == 35u);
+    for (const auto& turn : batch.turns) {
+      if (turn.agent_error.empty()) {
+        ++played;
+        continue;
+      }
+      ++timeouts;
+      CHECK(turn.agent_error.find("timed out") != std::string::npos);
+      CHECK(turn.truncated);
+    }
+  }
+  CHECK(timeouts > 0);
+  CHECK(played > timeouts);
+  CHECK(log.text().find("timed out") != std::string::npos);
+}
+
+TEST_CASE("batched agents: act() calls of at most batch_size prompts; lock-step: all slots at once") {
+  struct Recording : agents::RandomAgent {
+    std::vector<size_t> sizes;
+    std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
+      sizes.push_back(prompts.size());
+      return RandomAgent::act(prompts);
+    }
+  };
+  Recording batched, lock_step;
+  const Trace a = trace_of(batched, small_config(false), 2);  // batch_size 2
+  const Trace b = trace_of(lock_step, small_config(true), 2);
+  CHECK(a == b);
+  CHECK(*std::max_element(batched.sizes.begin(), batched.sizes.end()) == 2u);
+  CHECK(lock_step.sizes == std::vector<size_t>(14, 5u));
+}
+
 TEST_CASE("episode seeds: first_episode_seed + episode id, distinct and reproducible") {
   std::vector<trainer::RolloutBatch> first, second;
-  run(true, 3, &first);
-  run(false, 3, &second);
+  run(false, 3, &first);
+  run(true, 3, &second);
   std::set<uint64_t> seeds;
   for (size_t k = 0; k < first.size(); ++k) {
     for (size_t r = 0; r < first[k].turns.size(); ++r) {
       const auto& turn = first[k].turns[r];
       CHECK(turn.episode_seed == second[k].turns[r].episode_seed);
-      CHECK(turn.episode_seed == small_config(true).first_episode_seed + turn.episode_id);
+      CHECK(turn.episode_seed == small_config(false).first_episode_seed + turn.episode_id);
       CHECK(turn.episode_id % 5 == static_cast<uint64_t>(turn.slot));
       seeds.insert(turn.episode_seed);
     }
@@ -130,7 +321,7 @@ TEST_CASE("episode seeds: first_episode_seed + episode id, distinct and reproduc
 
 TEST_CASE("grouped slots begin their k-th episodes from one seed") {
   agents::RandomAgent agent;
-  trainer::RolloutConfig config = small_config(true);
+  trainer::RolloutConfig config = small_config(false);
   config.n_env = 6;
   config.group_size = 3;
   trainer::Rollout rollout(counting_env, agent, config);
@@ -149,15 +340,15 @@ TEST_CASE("grouped slots begin their k-th episodes from one seed") {
 
 TEST_CASE("a restored rollout continues its episodes in flight exactly") {
   agents::RandomAgent agent;
-  trainer::Rollout uninterrupted(counting_env, agent, small_config(true));
+  trainer::Rollout uninterrupted(counting_env, agent, small_config(false));
   uninterrupted.collect();
-  trainer::Rollout before(counting_env, agent, small_config(true));
+  trainer::Rollout before(counting_env, agent, small_config(false));
   before.collect();
   const nlohmann::json state = nlohmann::json::parse(before.state().dump());  // as a checkpoint stores it
   size_t replies_in_flight = 0;
   for (const auto& slot : state.at("slots")) replies_in_flight += slot.at("replies").size();
   CHECK(replies_in_flight > 0);
-  trainer::Rollout resumed(counting_env, agent, small_config(true));
+  trainer::Rollout resumed(counting_env, agent, small_config(false));
   resumed.restore(state);
   for (int c = 0; c < 2; ++c) {
     const trainer::RolloutBatch expected = uninterrupted.collect();
@@ -171,7 +362,7 @@ TEST_CASE("a restored rollout continues its episodes in flight exactly") {
     }
   }
   trainer::Rollout wrong_size(counting_env, agent, [] {
-    auto config = small_config(true);
+    auto config = small_config(false);
     config.n_env = 4;
     return config;
   }());
@@ -291,6 +482,72 @@ TEST_CASE("episode runner: every job once, whole episodes, text recorded") {
   CHECK(keys.size() == 7u);
 }
 
+TEST_CASE("episode runner: at most parallel_episodes at once; a failed request ends its episode") {
+  ScrambledAgent agent(5, [](const agents::AgentPrompt& prompt) { return prompt.seed % 3 == 0; });
+  std::vector<trainer::EpisodeJob> jobs;
+  for (size_t k = 0; k < 10; ++k) jobs.push_back({"babyai/goto", 100 + k, k});
+  trainer::EpisodeRunnerConfig config;
+  config.parallel_episodes = 3;
+  config.turn.max_turns = 6;
+  std::set<size_t> keys;
+  size_t errors = 0;
+  LogCapture log;
+  trainer::run_episodes(jobs, [](const std::string& id) { return envs::make_env(id); }, agent, config,
+                        [&](trainer::EpisodeLog&& log) {
+                          CHECK(keys.insert(log.job.key).second);
+                          CHECK((log.terminated || log.truncated));
+                          for (size_t t = 0; t < log.turns.size(); ++t) {
+                            const bool failed = !log.turns[t].error.empty();
+                            errors += failed;
+                            CHECK(failed == (trainer::episode_turn_seed(log.job.seed, static_cast<int>(t)) % 3 == 0));
+                            if (failed) CHECK(t + 1 == log.turns.size());  // the episode ended there
+                          }
+                        });
+  CHECK(keys.size() == 10u);
+  CHECK(errors > 0);
+  CHECK(agent.max_outstanding > 1u);
+  CHECK(agent.max_outstanding <= 3u);
+  CHECK(log.text().find("gave no reply") != std::string::npos);
+}
+
+TEST_CASE("progress line: episodes, turns, rate and ETA") {
+  trainer::ProgressLine progress("sweep", 4);
+  CHECK(progress.line().find("sweep: 0/4 episodes, 0 turns") == 0);
+  CHECK(progress.line().find("ETA ?") != std::string::npos);
+  progress.add_turn();
+  progress.add_episode();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string line = progress.line();
+  CHECK(line.find("sweep: 1/4 episodes, 1 turns, ") == 0);
+  CHECK(line.find(" turns/s, ETA ") != std::string::npos);
+  CHECK(line.find("ETA ?") == std::string::npos);
+  CHECK(trainer::ProgressLine("collect", 0, 10).line().find("0 episodes, 0/10 turns") != std::string::npos);
+}
+
+TEST_CASE("episode runner: the progress line comes on a timer while replies are awaited") {
+  tools::OpenAiStubServer server([](int, const nlohmann::json&) { return tools::StubResponse{200, "turn left", 150}; });
+  agents::HttpAgentConfig http;
+  http.base_url = server.base_url();
+  agents::HttpAgent agent(http);
+  std::vector<trainer::EpisodeJob> jobs = {{"babyai/goto", 1, 0}, {"babyai/goto", 2, 1}};
+  trainer::EpisodeRunnerConfig config;
+  config.turn.max_turns = 3;
+  config.progress_s = 0.1;
+  config.progress_label = "sweep";
+  LogCapture log;
+  size_t lines_before_first_episode = 0;
+  trainer::run_episodes(jobs, [](const std::string& id) { return envs::make_env(id); }, agent, config, [&](trainer::EpisodeLog&&) {
+    if (lines_before_first_episode == 0) {
+      const std::string text = log.text();
+      for (size_t at = text.find("sweep: 0/2 episodes"); at != std::string::npos; at = text.find("sweep: 0/2 episodes", at + 1)) {
+        ++lines_before_first_episode;
+      }
+    }
+  });
+  CHECK(lines_before_first_episode >= 2);  // three turns of 150 ms: lines every 0.1 s meanwhile
+  CHECK(log.text().find("sweep: 2/2 episodes, 6 turns") != std::string::npos);  // and a last one
+}
+
 TEST_CASE("memory windows shrink to the agent's prompt limit") {
   struct Limited : agents::Agent {
     size_t limit = 0;
@@ -373,4 +630,27 @@ TEST_CASE("BALROG layout: a reply the letter filter empties stays out of the his
   messages = verlog.prompt(nullptr);
   REQUIRE(messages.size() == 4);
   CHECK(messages[2].role == "assistant");
+}
+
+TEST_CASE("Agent::submit by default answers at once through act(), errors included") {
+  test::CountingEnv env;
+  agents::RandomAgent agent;
+  CHECK_FALSE(agent.asynchronous());
+  agents::AgentPrompt prompt;
+  prompt.actions = &env.actions();
+  prompt.seed = 7;
+  int calls = 0;
+  agent.submit(prompt, [&](agents::AgentResult result) {
+    ++calls;
+    CHECK_FALSE(result.error);
+    CHECK(result.reply.text == agent.act({prompt}).front().text);
+  });
+  CHECK(calls == 1);
+  prompt.actions = nullptr;  // the random agent's act() throws on a prompt without actions
+  agent.submit(prompt, [&](agents::AgentResult result) {
+    ++calls;
+    REQUIRE(result.error);
+    CHECK_THROWS_AS(std::rethrow_exception(result.error), std::invalid_argument);
+  });
+  CHECK(calls == 2);
 }

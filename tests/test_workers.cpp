@@ -130,7 +130,7 @@ TEST_CASE("a worker killed mid-collection: exact turn count, nothing duplicated,
   const std::string doomed_endpoint = doomed.endpoint();
   auto pool = pool_over({doomed_endpoint, survivor.endpoint()});
   trainer::RolloutConfig config = small_config();
-  config.pipelined = false;  // one agent call per turn of every slot: the kill lands on a known turn
+  config.lock_step = true;  // one agent call per turn of every slot: the kill lands on a known turn
   TriggerAgent agent(config.e_len + 3, [&] { REQUIRE(doomed.signal_and_wait(SIGKILL, 5s).has_value()); });
   trainer::Rollout rollout(remote_envs(pool), agent, config);
 

@@ -1,96 +1,187 @@
-// Rollout overhead in one run, with the tiny model on BabyAI: the share of turn time spent
-// outside LanguageModel::generate (env steps, prompt building, tokenising, parsing, scheduling),
-// and the speedup of the pipelined scheduler over a lock-step loop on the same work.
-#include <chrono>
+// Asynchronous rollouts against lock-step on the same work, side by side in one run, one case
+// after another; each case ends with `async speedup X.XXx` (lock-step time / fiber time):
+//  (a) the tiny LLM in process, sampled replies of varying length (up to --max-new-tokens, the
+//      stop token allowed), 32 slots; also the share of turn time outside the model;
+//  (b) the HTTP agent against `turnrl serve` on loopback (comes with `turnrl serve`);
+//  (c) the HTTP agent against a loopback stub answering after 20-200 ms, 256 slots.
+// Replies are seeded per request, so both modes play the same turns.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
 
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
-#include "agents/model/compute_threads.h"
+#include "agents/http_agent.h"
 #include "agents/llm_agent.h"
+#include "agents/model/compute_threads.h"
 #include "agents/model/model_presets.h"
 #include "envs/registry.h"
 #include "tools/bench.h"
 #include "tools/cli.h"
+#include "tools/openai_stub_server.h"
+#include "trainer/policy_agent.h"
 #include "trainer/rollout/rollout.h"
 
 namespace turnrl::tools {
 namespace {
 
-struct Measured {
-  double seconds = 0.0, generate_seconds = 0.0;
-  size_t turns = 0, batches = 0;
+struct BenchOptions {
+  std::string env_id = "babyai/goto";
+  std::string model_dir;
+  int e_len = 8, collections = 2, threads = 1;
+  int llm_slots = 32, max_new_tokens = 32;
+  int http_slots = 256, latency_min_ms = 20, latency_max_ms = 200;
 };
 
-Measured measure(const std::shared_ptr<agents::LanguageModel>& model, const std::string& env_id, bool pipelined, int n_env,
-                 int e_len, int collections, int max_new_tokens) {
-  agents::SamplingParams params;
-  params.max_new_tokens = max_new_tokens;
-  agents::LlmAgent agent(model, params);
+struct Measured {
+  double seconds = 0.0, agent_seconds = 0.0;
+  size_t turns = 0, batches = 0;
+  size_t response_tokens = 0, longest_response = 0;  // token-level agents
+};
+
+/** `collections` fixed-turn collections of `n_env` x e_len turns, lock-step or on fibers. */
+Measured measure(agents::Agent& agent, const BenchOptions& options, int n_env, bool lock_step) {
   trainer::RolloutConfig config;
   config.n_env = n_env;
-  config.e_len = e_len;
-  config.pipelined = pipelined;
+  config.e_len = options.e_len;
+  config.lock_step = lock_step;
+  config.progress_s = 5.0;
   config.turn.layout = trainer::TurnLayout::kVerlog;
   config.turn.history = 1;
   config.turn.reply_format = envs::ReplyFormat::kActionTag;
-  trainer::Rollout rollout([&](int) { return envs::make_env(env_id); }, agent, config);
+  trainer::Rollout rollout([&](int) { return envs::make_env(options.env_id); }, agent, config);
   Measured measured;
-  for (int c = 0; c < collections; ++c) {
+  for (int c = 0; c < options.collections; ++c) {
     const trainer::RolloutBatch batch = rollout.collect();
     measured.seconds += batch.seconds;
+    measured.agent_seconds += batch.agent_seconds;
     measured.turns += batch.turns.size();
     measured.batches += batch.agent_batches;
+    for (const trainer::TurnRecord& turn : batch.turns) {
+      measured.response_tokens += turn.response_ids.size();
+      measured.longest_response = std::max(measured.longest_response, turn.response_ids.size());
+    }
   }
-  measured.generate_seconds = agent.generate_seconds();
   return measured;
 }
 
-}  // namespace
+void report(const char* mode, const Measured& m) {
+  std::printf("  %-9s %6zu turns %5zu act() calls %8.3f s %9.1f turns/s\n", mode, m.turns, m.batches, m.seconds, m.turns / m.seconds);
+}
 
-int bench_rollout(int argc, char** argv) {
-  CLI::App app{"Rollout overhead with the tiny model: share of turn time outside generation, and the\n"
-               "pipelined scheduler's speedup over a lock-step loop on the same work",
-               "turnrl bench rollout"};
-  std::string env_id = "babyai/goto", model_dir;
-  int n_env = 16, e_len = 8, collections = 2, max_new_tokens = 16, threads = 1;
-  app.add_option("--env", env_id, "environment id")->capture_default_str();
-  app.add_option("--model", model_dir, "model folder (default: a fresh tiny preset in a temp folder)");
-  app.add_option("--n-env", n_env, "env slots")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--e-len", e_len, "turns per slot per collection")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--collections", collections, "collections per mode")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--max-new-tokens", max_new_tokens, "reply length limit")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--threads", threads, "torch, BLAS and fused-attention threads of the model (training's tiny configs use 1)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  if (int code = parse_cli(app, argc, argv); code >= 0) return code;
-  agents::set_compute_threads(threads);
+void report_speedup(const Measured& lock_step, const Measured& async) {
+  report("lock-step", lock_step);
+  report("async", async);
+  std::printf("async speedup %.2fx\n", lock_step.seconds / async.seconds);
+  std::fflush(stdout);
+}
 
+/** (a) The tiny LLM: replies sampled from the action tokens and the stop token (as training's
+ *  action-token decoding), so their lengths vary up to max_new_tokens. */
+void case_llm(const BenchOptions& options) {
+  std::printf("(a) tiny LLM in process, %d slots, sampled replies of 1-%d tokens\n", options.llm_slots, options.max_new_tokens);
   std::filesystem::path temp;
+  std::string model_dir = options.model_dir;
   if (model_dir.empty()) {
     temp = std::filesystem::temp_directory_path() / ("turnrl_bench_rollout_" + std::to_string(::getpid()));
     agents::write_new_model("tiny", temp.string(), 0, "");
     model_dir = temp.string();
   }
   std::shared_ptr<agents::LanguageModel> model = agents::LanguageModel::load(model_dir);
-  measure(model, env_id, true, n_env, 1, 1, max_new_tokens);  // warm-up
-  const Measured lockstep = measure(model, env_id, false, n_env, e_len, collections, max_new_tokens);
-  const Measured pipelined = measure(model, env_id, true, n_env, e_len, collections, max_new_tokens);
   if (!temp.empty()) std::filesystem::remove_all(temp);
-
-  auto report = [](const char* name, const Measured& m) {
-    const double outside = 1.0 - m.generate_seconds / m.seconds;
-    std::printf("%-10s %6zu turns %4zu batches %8.3f s  %8.1f turns/s  generate %8.3f s  outside the model %5.1f%% of wall\n",
-                name, m.turns, m.batches, m.seconds, m.turns / m.seconds, m.generate_seconds, 100.0 * outside);
+  trainer::TrainConfig train;
+  train.env.ids = {options.env_id};
+  train.sampling.action_tokens_only = true;
+  train.sampling.max_response_tokens = options.max_new_tokens;
+  double generate_seconds = 0;  // of the last run
+  auto run = [&](const BenchOptions& run_options, bool lock_step) {
+    std::unique_ptr<agents::Agent> agent = trainer::make_policy_agent(model, train, false);
+    const Measured measured = measure(*agent, run_options, options.llm_slots, lock_step);
+    generate_seconds = dynamic_cast<agents::LlmAgent&>(*agent).generate_seconds();
+    return measured;
   };
-  report("lock-step", lockstep);
-  report("pipelined", pipelined);
-  std::printf("share of turn time outside the model (lock-step, where nothing overlaps): %.2f%% (goal < 5%%)\n",
-              100.0 * (1.0 - lockstep.generate_seconds / lockstep.seconds));
-  std::printf("pipelined speedup over lock-step: %.2fx\n", lockstep.seconds / pipelined.seconds);
+  BenchOptions warm_up = options;
+  warm_up.e_len = 1;
+  warm_up.collections = 1;
+  run(warm_up, false);
+  const Measured lock_step = run(options, true);
+  const double lock_step_generate_seconds = generate_seconds;
+  const Measured async = run(options, false);
+  std::printf("  replies: %.1f tokens on average, %zu at most\n", static_cast<double>(lock_step.response_tokens) / lock_step.turns,
+              lock_step.longest_response);
+  std::printf("  share of lock-step turn time outside the model: %.2f%% (goal < 5%%)\n",
+              100.0 * (1.0 - lock_step_generate_seconds / lock_step.seconds));
+  report_speedup(lock_step, async);
+}
+
+// (b) The HTTP agent against `turnrl serve --model DIR` on loopback: added with `turnrl serve`
+// (issue 17), as a case_serve(options) beside the two here.
+
+/** (c) The HTTP agent against a stub whose latency and reply come from the request's seed. */
+void case_http_stub(const BenchOptions& options) {
+  std::printf("(c) HTTP agent against a loopback stub answering in %d-%d ms, %d slots\n", options.latency_min_ms,
+              options.latency_max_ms, options.http_slots);
+  static const char* kReplies[] = {"turn left", "turn right", "go forward", "pick up", "drop", "toggle"};
+  OpenAiStubServer server([&](int, const nlohmann::json& request) {
+    const uint64_t seed = request.value("seed", uint64_t{0}) * 0x9E3779B97F4A7C15ULL;
+    StubResponse response;
+    response.content = std::string("<action>") + kReplies[(seed >> 8) % 6] + "</action>";
+    response.delay_ms = options.latency_min_ms + static_cast<int>((seed >> 32) % (options.latency_max_ms - options.latency_min_ms + 1));
+    return response;
+  });
+  agents::HttpAgentConfig http;
+  http.base_url = server.base_url();
+  http.model = "stub";
+  http.timeout_s = 30;
+  http.concurrency = options.http_slots;
+  auto run = [&](bool lock_step) {
+    agents::HttpAgent agent(http);
+    return measure(agent, options, options.http_slots, lock_step);
+  };
+  const Measured lock_step = run(true);
+  const Measured async = run(false);
+  report_speedup(lock_step, async);
+}
+
+}  // namespace
+
+int bench_rollout(int argc, char** argv) {
+  CLI::App app{"Asynchronous rollouts (one fiber per slot) against lock-step on the same turns, per case:\n"
+               "(a) tiny LLM in process, (b) HTTP agent against `turnrl serve`, (c) HTTP agent against a\n"
+               "jittered loopback stub. Each case ends with `async speedup X.XXx`.",
+               "turnrl bench rollout"};
+  BenchOptions options;
+  std::vector<std::string> cases = {"a", "c"};
+  app.add_option("--case", cases, "cases to run (a, c)")->check(CLI::IsMember({"a", "c"}))->capture_default_str();
+  app.add_option("--env", options.env_id, "environment id")->capture_default_str();
+  app.add_option("--e-len", options.e_len, "turns per slot per collection")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--collections", options.collections, "collections per mode")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--model", options.model_dir, "(a) model folder (default: a fresh tiny preset in a temp folder)");
+  app.add_option("--llm-slots", options.llm_slots, "(a) env slots")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-new-tokens", options.max_new_tokens, "(a) reply length limit")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", options.threads, "(a) torch, BLAS and fused-attention threads of the model (training's tiny configs use 1)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--http-slots", options.http_slots, "(c) env slots, and the HTTP agent's requests in flight")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--latency-min-ms", options.latency_min_ms, "(c) the stub's shortest answer time")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--latency-max-ms", options.latency_max_ms, "(c) the stub's longest answer time")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  if (options.latency_max_ms < options.latency_min_ms) throw std::invalid_argument("--latency-max-ms must be >= --latency-min-ms");
+  agents::set_compute_threads(options.threads);
+  for (const std::string& name : cases) {
+    if (name == "a") case_llm(options);
+    if (name == "c") case_http_stub(options);
+  }
   return 0;
 }
 

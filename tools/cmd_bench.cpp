@@ -23,7 +23,7 @@ const Benchmark kBenchmarks[] = {
     {"env-server", "steps/s through an env server vs in-process, batches of 1, 16, 256", bench_env_server},
 #ifdef TURNRL_WITH_TORCH
     {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
-    {"rollout", "share of turn time outside the model; pipelined vs lock-step speedup", bench_rollout},
+    {"rollout", "asynchronous (fiber) rollouts vs lock-step: tiny LLM, HTTP agent against a stub", bench_rollout},
 #endif
 };
 

@@ -30,6 +30,8 @@
 namespace turnrl::tools {
 namespace {
 
+constexpr double kProgressSeconds = 5.0;  // between progress lines (episodes done, turns/s, ETA)
+
 std::string family_of(const std::string& env_id) { return env_id.substr(0, env_id.find('/')); }
 
 std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
@@ -89,8 +91,10 @@ nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLo
   for (const auto& turn : log.turns) {
     nlohmann::json prompt = nlohmann::json::array();
     for (const auto& message : turn.prompt) prompt.push_back({{"role", message.role}, {"content", message.content}});
-    turns.push_back({{"prompt", std::move(prompt)}, {"reply", turn.reply}, {"action", turn.action}, {"valid", turn.valid},
-                     {"reward", turn.reward}});
+    nlohmann::json record = {{"prompt", std::move(prompt)}, {"reply", turn.reply}, {"action", turn.action}, {"valid", turn.valid},
+                             {"reward", turn.reward}};
+    if (!turn.error.empty()) record["error"] = turn.error;  // the agent gave no reply: default action, episode over
+    turns.push_back(std::move(record));
   }
   return {{"model", model},
           {"env", family_of(log.job.env_id)},
@@ -143,15 +147,13 @@ int evaluate_run(const std::string& run_dir, const std::string& seeds, const std
   const std::filesystem::path out_dir = out_folder;
   std::filesystem::create_directories(out_dir);
   spdlog::info("evaluating {} greedily on seeds {}..{} of {} task(s)", model_dir, first_seed, first_seed + count - 1, config.env.ids.size());
-  const size_t total = config.env.ids.size() * static_cast<size_t>(count);
   std::ofstream episodes(out_dir / "episodes.jsonl", std::ios::trunc | std::ios::binary);
   std::vector<EpisodeResult> results;
-  const trainer::EvaluationSpec spec{config.env.ids, config.env.options, config.turn, first_seed, count};
+  const trainer::EvaluationSpec spec{config.env.ids, config.env.options, config.turn, first_seed, count, kProgressSeconds};
   const std::vector<trainer::TaskScore> scores = trainer::evaluate(spec, *agent, [&](const trainer::EpisodeLog& log) {
     const int episode = static_cast<int>(log.job.seed - first_seed);
     episodes << episode_record("run", log, episode).dump() << "\n";
     results.push_back({"run", family_of(log.job.env_id), log.job.env_id, log.progression});
-    if (results.size() % 10 == 0 || results.size() == total) spdlog::info("[{}/{}] episodes done", results.size(), total);
   });
   if (!episodes.flush()) throw std::runtime_error("write error on " + (out_dir / "episodes.jsonl").string());
   nlohmann::json summary = trainer::scores_json(scores);
@@ -234,7 +236,10 @@ int run_eval(int argc, char** argv) {
       const auto options = config.env_options.find(family_of(id));
       return envs::make_env(id, options == config.env_options.end() ? nlohmann::json::object() : options->second);
     };
-    trainer::run_episodes(jobs, make_env, *agent, config.runner, [&](trainer::EpisodeLog&& log) {
+    trainer::EpisodeRunnerConfig runner = config.runner;
+    runner.progress_s = model.type == "human" ? 0.0 : kProgressSeconds;  // no lines between a person's prompts
+    runner.progress_label = model.name;
+    trainer::run_episodes(jobs, make_env, *agent, runner, [&](trainer::EpisodeLog&& log) {
       const int episode = episode_of[log.job.key];
       out << episode_record(model.name, log, episode).dump() << "\n";
       out.flush();

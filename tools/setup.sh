@@ -9,6 +9,7 @@ PACKAGES=(
   libtorch-dev                  # the LLM policy, critic and trainer (agents/, trainer/)
   libopenblas0-pthread          # Debian's libtorch multiplies through the system BLAS: ~30x over the reference BLAS
   libboost-dev libboost-system-dev  # Asio/Beast for the OpenAI-compatible HTTP agent
+  libboost-fiber-dev libboost-context-dev  # one fiber per rollout slot (trainer/rollout/): a slot awaits its reply without a batch barrier
   libyaml-cpp-dev               # configs
   libspdlog-dev                 # logging
   nlohmann-json3-dev            # JSON Lines (golden data, metrics, tokenizer.json, safetensors headers)

@@ -45,7 +45,20 @@ void EnvSlot::replay(uint64_t seed, const std::vector<std::string>& replies) {
 
 TurnOutcome EnvSlot::apply(const std::string& reply) {
   if (done_) throw std::logic_error("EnvSlot::apply: the episode is over; call begin_episode");
-  const envs::ParsedReply parsed = envs::parse_reply(reply, *env_, settings_.reply_format, rng_, settings_.synonyms);
+  return play(reply, envs::parse_reply(reply, *env_, settings_.reply_format, rng_, settings_.synonyms), true);
+}
+
+TurnOutcome EnvSlot::end_with_default() {
+  if (done_) throw std::logic_error("EnvSlot::end_with_default: the episode is over; call begin_episode");
+  envs::ParsedReply parsed;
+  parsed.action = env_->default_action();
+  TurnOutcome outcome = play("", parsed, false);
+  outcome.truncated = !outcome.terminated;
+  done_ = true;
+  return outcome;
+}
+
+TurnOutcome EnvSlot::play(const std::string& reply, const envs::ParsedReply& parsed, bool penalise_invalid) {
   TurnOutcome outcome;
   outcome.action = parsed.action;
   outcome.valid = parsed.valid;
@@ -56,7 +69,7 @@ TurnOutcome EnvSlot::apply(const std::string& reply) {
   replies_.push_back(reply);
   outcome.env_reward = step.reward;
   const double reward = settings_.binary_reward && step.reward > 0 ? 1.0 : step.reward;
-  outcome.reward = parsed.valid ? reward : settings_.invalid_penalty;
+  outcome.reward = parsed.valid || !penalise_invalid ? reward : settings_.invalid_penalty;
   outcome.terminated = step.terminated;
   outcome.truncated = !step.terminated && (step.truncated || turn_ >= turn_limit());
   return_ += outcome.reward;

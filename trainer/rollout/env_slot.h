@@ -33,6 +33,9 @@ class EnvSlot {
   void begin_episode(uint64_t seed);
   /** Parses `reply`, steps the env and updates the memory; throws std::logic_error after done. */
   TurnOutcome apply(const std::string& reply);
+  /** A turn the agent could not answer (its request failed): plays the env's default action, with
+   *  no invalid-reply penalty, and ends the episode there (truncated unless the step terminated it). */
+  TurnOutcome end_with_default();
   /** Rebuilds an episode in flight from its seed and replies (episode_replies()): the same env,
    *  memory and translation choices, since every episode reseeds the slot's choice stream. */
   void replay(uint64_t seed, const std::vector<std::string>& replies);
@@ -50,6 +53,9 @@ class EnvSlot {
 
  private:
   std::string instruction() const;
+  /** Steps `parsed.action` for `reply` and feeds the memory; an invalid reply earns the penalty
+   *  when `penalise_invalid`. */
+  TurnOutcome play(const std::string& reply, const envs::ParsedReply& parsed, bool penalise_invalid);
 
   std::unique_ptr<envs::Env> env_;
   TurnSettings settings_;

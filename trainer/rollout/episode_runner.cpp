@@ -3,7 +3,11 @@
 #include <optional>
 #include <stdexcept>
 
-#include "trainer/rollout/batch_scheduler.h"
+#include <spdlog/spdlog.h>
+
+#include "trainer/rollout/progress_line.h"
+#include "trainer/rollout/reply_dispatcher.h"
+#include "trainer/rollout/slot_fibers.h"
 
 namespace turnrl::trainer {
 
@@ -12,58 +16,60 @@ void run_episodes(const std::vector<EpisodeJob>& jobs,
                   agents::Agent& agent, const EpisodeRunnerConfig& config,
                   const std::function<void(EpisodeLog&&)>& on_finished) {
   if (config.parallel_episodes <= 0) throw std::invalid_argument("parallel_episodes must be > 0");
-  struct Running {
-    std::unique_ptr<EnvSlot> env;
-    EpisodeLog log;
-  };
   const memory::TokenCounter count = agent.token_counter();
-  std::vector<std::optional<Running>> slots(static_cast<size_t>(config.parallel_episodes));
-  BatchScheduler scheduler(agent, config.batch_size, config.pipelined);
+  const size_t slots = std::min(jobs.size(), static_cast<size_t>(config.parallel_episodes));
+  if (slots == 0) return;
+  ProgressLine progress(config.progress_label, jobs.size());
+  ReplyDispatcher replies(agent, config.batch_size, config.lock_step, slots);
   size_t next_job = 0;
-
-  auto submit = [&](size_t index) {
-    Running& running = *slots[index];
-    agents::AgentPrompt prompt;
-    prompt.messages = running.env->prompt(count);
-    prompt.actions = &running.env->env().actions();
-    prompt.seed = episode_turn_seed(running.log.job.seed, running.env->turn());
-    running.log.turns.push_back({prompt.messages, "", "", false, 0.0});
-    scheduler.submit(index, std::move(prompt));
-  };
-  auto start_next = [&](size_t index) {
-    slots[index].reset();
-    if (next_job >= jobs.size()) return;
-    const EpisodeJob& job = jobs[next_job++];
-    Running running{std::make_unique<EnvSlot>(make_env(job.env_id), config.turn, episode_choice_seed(job.seed), agent.max_prompt_tokens()), {}};
-    running.log.job = job;
-    running.env->begin_episode(job.seed);
-    slots[index] = std::move(running);
-    submit(index);
-  };
-
-  for (size_t i = 0; i < slots.size(); ++i) start_next(i);
-  while (!scheduler.idle()) {
-    for (auto& [index, reply] : scheduler.next_replies()) {
-      Running& running = *slots[index];
-      const TurnOutcome outcome = running.env->apply(reply.text);
-      TurnLog& turn = running.log.turns.back();
-      turn.reply = std::move(reply.text);
-      turn.action = running.env->env().actions()[outcome.action].name;
-      turn.valid = outcome.valid;
-      turn.reward = outcome.reward;
-      if (!outcome.done()) {
-        submit(index);
-        continue;
+  // Each slot plays whole episodes, taking the next job as it ends one.
+  auto play = [&](size_t, const std::function<bool()>& stopping) {
+    while (next_job < jobs.size() && !stopping()) {
+      EpisodeLog log;
+      log.job = jobs[next_job++];
+      EnvSlot env(make_env(log.job.env_id), config.turn, episode_choice_seed(log.job.seed), agent.max_prompt_tokens());
+      env.begin_episode(log.job.seed);
+      TurnOutcome outcome;
+      while (!outcome.done() && !stopping()) {
+        agents::AgentPrompt prompt;
+        prompt.messages = env.prompt(count);
+        prompt.actions = &env.env().actions();
+        prompt.seed = episode_turn_seed(log.job.seed, env.turn());
+        TurnLog& turn = log.turns.emplace_back();
+        turn.prompt = prompt.messages;
+        agents::AgentResult result = replies.ask(std::move(prompt));
+        if (result.error) {
+          turn.error = error_message(result.error);
+          spdlog::error("{} episode of seed {}: agent {} gave no reply ({}); the episode ends with the default action",
+                        log.job.env_id, log.job.seed, agent.name(), turn.error);
+          outcome = env.end_with_default();
+        } else {
+          outcome = env.apply(result.reply.text);
+          turn.reply = std::move(result.reply.text);
+        }
+        turn.action = env.env().actions()[outcome.action].name;
+        turn.valid = outcome.valid;
+        turn.reward = outcome.reward;
+        progress.add_turn();
       }
-      running.log.episode_return = running.env->episode_return();
-      running.log.progression = running.env->env().progression();
-      running.log.achievements = running.env->env().unlocked_achievements();
-      running.log.terminated = outcome.terminated;
-      running.log.truncated = outcome.truncated;
-      on_finished(std::move(running.log));
-      start_next(index);
+      if (!outcome.done()) return;  // stopping
+      log.episode_return = env.episode_return();
+      log.progression = env.env().progression();
+      log.achievements = env.env().unlocked_achievements();
+      log.terminated = outcome.terminated;
+      log.truncated = outcome.truncated;
+      progress.add_episode();
+      on_finished(std::move(log));
     }
-  }
+  };
+  run_slot_fibers(
+      slots,
+      [&](size_t slot, const std::function<bool()>& stopping) {
+        play(slot, stopping);
+        replies.leave();
+      },
+      config.progress_s, [&] { progress.report(); });
+  if (config.progress_s > 0) progress.report();
 }
 
 }  // namespace turnrl::trainer

@@ -21,8 +21,10 @@ std::vector<TaskScore> evaluate(const EvaluationSpec& spec, agents::Agent& agent
   if (jobs.empty()) return scores;
   EpisodeRunnerConfig runner;
   runner.parallel_episodes = static_cast<int>(jobs.size());
-  runner.batch_size = (jobs.size() + 1) / 2;  // two batches in flight
+  runner.batch_size = (jobs.size() + 1) / 2;  // one batch generates while the other's episodes step
   runner.turn = spec.turn;
+  runner.progress_s = spec.progress_s;
+  runner.progress_label = "evaluation";
   run_episodes(
       jobs, [&](const std::string& id) { return envs::make_env(id, spec.env_options); }, agent, runner,
       [&](EpisodeLog&& log) {

@@ -33,9 +33,11 @@ struct EvaluationSpec {
   TurnSettings turn;
   uint64_t first_seed = 0;  // episode i of every task uses first_seed + i
   int episodes = 0;         // per task
+  double progress_s = 0.0;  // seconds between progress lines (0: none)
 };
 
-/** Runs every episode (all tasks at once, two agent batches in flight); one score per task, in
+/** Runs every episode (all tasks at once; agents without asynchronous submit answer two halves in
+ *  turn); one score per task, in
  *  spec order. `on_episode` (optional) sees each finished episode. */
 std::vector<TaskScore> evaluate(const EvaluationSpec& spec, agents::Agent& agent,
                                 const std::function<void(const EpisodeLog&)>& on_episode = nullptr);

@@ -6,7 +6,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "trainer/rollout/batch_scheduler.h"
+#include <spdlog/spdlog.h>
+
+#include "trainer/rollout/progress_line.h"
+#include "trainer/rollout/reply_dispatcher.h"
+#include "trainer/rollout/slot_fibers.h"
 
 namespace turnrl::trainer {
 namespace {
@@ -113,71 +117,98 @@ RolloutBatch Rollout::collect(int e_len) {
   batch.e_len = e_len;
   batch.turns.resize(static_cast<size_t>(n) * e_len);
   batch.bootstrap.resize(n);
-  const size_t batch_size = config_.batch_size > 0 ? config_.batch_size
-                            : config_.pipelined      ? static_cast<size_t>((n + 1) / 2)
-                                                     : static_cast<size_t>(n);
-  BatchScheduler scheduler(agent_, batch_size, config_.pipelined);
-  std::vector<int> turns_done(n, 0);
+  const size_t batch_size = config_.batch_size > 0 ? config_.batch_size : static_cast<size_t>((n + 1) / 2);
   for (Slot& slot : slots_) slot.episode_rows.clear();  // rows of the previous collection
-  for (int i = 0; i < n; ++i) scheduler.submit(i, prompt_of(i, slots_[i].env->prompt(count_)));
-
-  while (!scheduler.idle()) {
-    for (auto& [index, reply] : scheduler.next_replies()) {
-      Slot& slot = slots_[index];
-      const int t = turns_done[index]++;
-      const size_t row = static_cast<size_t>(t) * n + index;
-      TurnRecord& record = batch.turns[row];
-      record.slot = static_cast<int>(index);
-      record.episode_id = slot.episode_id;
-      record.turn_index = slot.env->turn();
-      record.episode_seed = slot.env->episode_seed();
-      TurnOutcome outcome;
-      try {
-        if (config_.record_state_hashes) record.state_hash = slot.env->env().state_hash();
-        outcome = slot.env->apply(reply.text);
-      } catch (const envs::EnvLost& lost) {
-        --turns_done[index];  // not played: the row takes the new episode's first turn
-        batch.restarts.push_back(restart_lost_episode(static_cast<int>(index), batch, lost));
-        scheduler.submit(index, prompt_of(static_cast<int>(index), slot.env->prompt(count_)));
-        continue;
-      }
-      record.prompt_ids = std::move(reply.prompt_ids);
-      record.response_ids = std::move(reply.response_ids);
-      record.logprobs = std::move(reply.logprobs);
-      record.response_truncated = reply.truncated;
-      record.action_token_start = action_token_start(reply.token_text_ends, outcome.action_begin);
-      record.reply = std::move(reply.text);
-      record.action = outcome.action;
-      record.valid_action = outcome.valid;
-      record.reward = outcome.reward;
-      record.terminated = outcome.terminated;
-      record.truncated = outcome.truncated;
-      slot.episode_rows.push_back(row);
-      if (outcome.done()) {
-        const EnvSlot& env = *slot.env;
-        batch.finished_episodes.push_back({static_cast<int>(index), slot.episode_id, env.episode_seed(), env.turn(),
-                                           env.episode_return(), env.env().progression(), outcome.terminated,
-                                           outcome.truncated});
-        if (config_.normalize_reward_by_length) {
-          for (size_t r : slot.episode_rows) batch.turns[r].reward /= env.turn();
-        }
-        begin_episode(static_cast<int>(index));
-      }
-      if (turns_done[index] < e_len) {
-        scheduler.submit(index, prompt_of(static_cast<int>(index), slot.env->prompt(count_)));
-      } else if (!outcome.done()) {
-        BootstrapPrompt bootstrap;
-        bootstrap.episode_id = slot.episode_id;
-        bootstrap.messages = slot.env->prompt(count_);
-        bootstrap.prompt_ids = agent_.encode_prompt(bootstrap.messages);
-        batch.bootstrap[index] = std::move(bootstrap);
-      }
-    }
+  ProgressLine progress("collect", 0, batch.turns.size());
+  {
+    ReplyDispatcher replies(agent_, batch_size, config_.lock_step, static_cast<size_t>(n));
+    run_slot_fibers(
+        static_cast<size_t>(n),
+        [&](size_t slot, const std::function<bool()>& stopping) {
+          play_slot(static_cast<int>(slot), e_len, batch, replies, progress, stopping);
+          replies.leave();
+        },
+        config_.progress_s, [&] { progress.report(); });
+    batch.agent_seconds = replies.stats().agent_seconds;
+    batch.agent_batches = replies.stats().batches;
   }
-  batch.agent_seconds = scheduler.stats().agent_seconds;
-  batch.agent_batches = scheduler.stats().batches;
   batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return batch;
+}
+
+void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatcher& replies, ProgressLine& progress,
+                        const std::function<bool()>& stopping) {
+  Slot& slot = slots_[index];
+  const int n = config_.n_env;
+  bool unfinished = true;  // the episode in flight after the slot's last turn
+  for (int t = 0; t < e_len && !stopping();) {
+    agents::AgentResult result = replies.ask(prompt_of(index, slot.env->prompt(count_)));
+    const size_t row = static_cast<size_t>(t) * n + index;
+    TurnRecord& record = batch.turns[row];
+    record.slot = index;
+    record.episode_id = slot.episode_id;
+    record.turn_index = slot.env->turn();
+    record.episode_seed = slot.env->episode_seed();
+    TurnOutcome outcome;
+    try {
+      if (config_.record_state_hashes) record.state_hash = slot.env->env().state_hash();
+      if (result.error) {
+        record.agent_error = error_message(result.error);
+        spdlog::error("slot {}: agent {} gave no reply ({}); episode {} ends with the default action", index, agent_.name(),
+                      record.agent_error, slot.episode_id);
+        if (agent_.token_level()) result.reply.prompt_ids = agent_.encode_prompt(slot.env->prompt(count_));
+        outcome = slot.env->end_with_default();
+      } else {
+        outcome = slot.env->apply(result.reply.text);
+      }
+    } catch (const envs::EnvLost& lost) {
+      record = TurnRecord();  // not played: the row takes the new episode's first turn
+      batch.restarts.push_back(restart_lost_episode(index, batch, lost));
+      continue;
+    }
+    record_turn(record, std::move(result.reply), outcome);
+    slot.episode_rows.push_back(row);
+    progress.add_turn();
+    unfinished = !outcome.done();
+    if (outcome.done()) {
+      progress.add_episode();
+      end_episode(index, batch, outcome);
+    }
+    ++t;
+  }
+  if (unfinished && !stopping()) {
+    BootstrapPrompt bootstrap;
+    bootstrap.episode_id = slot.episode_id;
+    bootstrap.messages = slot.env->prompt(count_);
+    bootstrap.prompt_ids = agent_.encode_prompt(bootstrap.messages);
+    batch.bootstrap[index] = std::move(bootstrap);
+  }
+}
+
+void Rollout::record_turn(TurnRecord& record, agents::AgentReply&& reply, const TurnOutcome& outcome) {
+  record.prompt_ids = std::move(reply.prompt_ids);
+  record.response_ids = std::move(reply.response_ids);
+  record.logprobs = std::move(reply.logprobs);
+  record.response_truncated = reply.truncated;
+  record.action_token_start = action_token_start(reply.token_text_ends, outcome.action_begin);
+  record.reply = std::move(reply.text);
+  record.action = outcome.action;
+  record.valid_action = outcome.valid;
+  record.reward = outcome.reward;
+  record.terminated = outcome.terminated;
+  record.truncated = outcome.truncated;
+}
+
+void Rollout::end_episode(int index, RolloutBatch& batch, const TurnOutcome& outcome) {
+  Slot& slot = slots_[index];
+  const EnvSlot& env = *slot.env;
+  batch.finished_episodes.push_back(
+      {index, slot.episode_id, env.episode_seed(), env.turn(), env.episode_return(), env.env().progression(), outcome.terminated,
+       outcome.truncated});
+  if (config_.normalize_reward_by_length) {
+    for (size_t r : slot.episode_rows) batch.turns[r].reward /= env.turn();
+  }
+  begin_episode(index);
 }
 
 }  // namespace turnrl::trainer

@@ -15,10 +15,16 @@
 // as at a time limit; the lost turn is not counted (the slot still plays exactly e_len turns), and
 // the restart is recorded in RolloutBatch::restarts.
 //
-// Design: each slot is an explicit continuation (prompt -> reply -> step) driven by one loop;
-// the BatchScheduler overlaps one batch's generation (worker thread) with the env stepping,
-// prompt building and parsing of the slots whose replies already came back. This is what one
-// fiber per slot would give, without fiber stacks or cross-thread fiber wake-ups.
+// Agent errors: when a slot's request fails (the agent threw, or an HTTP request timed out after
+// its retries), the slot plays the env's default action for that turn, the episode ends there
+// (truncated), the error is logged and kept in the turn's record, and the slot begins its next
+// episode: no turn is lost or played twice.
+//
+// Design: one fiber per slot (trainer/rollout/slot_fibers.h) reads like a single episode's loop:
+// build the prompt, await the reply (ReplyDispatcher: per-request submit for asynchronous agents,
+// batched act() otherwise, or lock-step), step, record. Only the slot waits; the thread runs the
+// slots whose replies are back. A slot's turns depend only on its own env, seeds and replies, so
+// the data equal a lock-step run's for the same seeds.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -32,12 +38,19 @@
 
 namespace turnrl::trainer {
 
+class ReplyDispatcher;  // trainer/rollout/reply_dispatcher.h
+class ProgressLine;     // trainer/rollout/progress_line.h
+
 struct RolloutConfig {
   int n_env = 4;
   int e_len = 8;
-  /** Prompts per agent call; 0: half the slots when pipelined (two batches in flight), else all. */
+  /** Prompts per act() call for agents without asynchronous submit; 0: half the slots (one batch
+   *  generates while the other's slots step). */
   size_t batch_size = 0;
-  bool pipelined = true;
+  /** Every turn waits for every slot's reply (one act() call for all; Verlog's loop), for comparison. */
+  bool lock_step = false;
+  /** Seconds between progress lines during a collection (0: none). */
+  double progress_s = 0.0;
   uint64_t seed = 0;  // reply sampling and the slots' translation choices
   uint64_t first_episode_seed = 0;
   int group_size = 1;  // divides n_env
@@ -77,6 +90,13 @@ class Rollout {
     std::vector<size_t> episode_rows;  // rows of the current episode in this collection
   };
   void begin_episode(int slot);
+  /** Slot `slot`'s fiber: its e_len turns of the collection, then its bootstrap prompt. */
+  void play_slot(int slot, int e_len, RolloutBatch& batch, ReplyDispatcher& replies, ProgressLine& progress,
+                 const std::function<bool()>& stopping);
+  /** Fills `record` with the played turn; the place to observe finished turns. */
+  void record_turn(TurnRecord& record, agents::AgentReply&& reply, const TurnOutcome& outcome);
+  /** The slot's episode ended with `outcome`: summary, reward normalisation, next episode. */
+  void end_episode(int slot, RolloutBatch& batch, const TurnOutcome& outcome);
   /** Abandons the slot's episode after `lost` and begins its next one (see the top of this file). */
   EpisodeRestart restart_lost_episode(int slot, RolloutBatch& batch, const envs::EnvLost& lost);
   /** Seed of the k-th episode (0-based) of `slot`. */

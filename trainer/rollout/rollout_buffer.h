@@ -31,7 +31,9 @@ struct TurnRecord {
    *  finished episodes when normalisation is on. It belongs on the last response token. */
   double reward = 0.0;
   bool terminated = false;  // no bootstrap
-  bool truncated = false;   // time limit (the next state's value may bootstrap), or its env was lost
+  bool truncated = false;   // time limit (the next state's value may bootstrap), its env was lost, or agent_error
+  /** Why the agent gave no reply (then the env's default action was played and the episode ended). */
+  std::string agent_error;
   bool done() const { return terminated || truncated; }
 };
 
@@ -57,8 +59,9 @@ struct RolloutBatch {
   std::vector<std::optional<BootstrapPrompt>> bootstrap;  // per slot; set iff its episode is unfinished
   std::vector<EpisodeSummary> finished_episodes;          // episodes that ended in this collection
   std::vector<EpisodeRestart> restarts;                   // episodes abandoned because their env was lost
-  double seconds = 0.0, agent_seconds = 0.0;
-  size_t agent_batches = 0;
+  double seconds = 0.0;
+  double agent_seconds = 0.0;  // wall time with at least one agent request outstanding
+  size_t agent_batches = 0;    // act() calls (none when every request went through Agent::submit)
   const TurnRecord& at(int t, int slot) const { return turns.at(static_cast<size_t>(t) * n_env + slot); }
 };
 
