@@ -10,10 +10,14 @@
 #include <cstring>
 #include <stdexcept>
 
+// libtorch's CMake targets define USE_C10D_GLOO, and USE_C10D_NCCL where it was built with NCCL.
+#ifndef USE_C10D_GLOO
+#error "this libtorch has no Gloo backend (USE_C10D_GLOO), which data-parallel training needs"
+#endif
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef TURNRL_WITH_NCCL
+#ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -64,7 +68,7 @@ struct ProcessGroup::Impl {
   int rank = 0, size = 1;
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
-#ifdef TURNRL_WITH_NCCL
+#ifdef USE_C10D_NCCL
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // set when CUDA is there
 #endif
   uint64_t gathers = 0;  // store keys of gather() calls
@@ -73,7 +77,7 @@ struct ProcessGroup::Impl {
   void all_reduce(torch::Tensor& tensor, c10d::ReduceOp op) {
     c10d::AllreduceOptions options;
     options.reduceOp = op;
-#ifdef TURNRL_WITH_NCCL
+#ifdef USE_C10D_NCCL
     if (tensor.is_cuda() && nccl) {
       std::vector<torch::Tensor> tensors{tensor};
       nccl->allreduce(tensors, options)->wait();
@@ -113,7 +117,7 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make
   gloo->devices.push_back(gloo_device(host));
   impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("gloo", impl_->store),
                                                             options.rank, options.world_size, gloo);
-#ifdef TURNRL_WITH_NCCL
+#ifdef USE_C10D_NCCL
   if (torch::cuda::is_available()) {
     auto nccl = c10d::ProcessGroupNCCL::Options::create();
     nccl->timeout = options.timeout;

@@ -300,12 +300,14 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     nlohmann::json restarts_line = restarts_json(restarts);
     if (ranks) {
       // The metrics of the combined batch: sums over the ranks, and the means they make.
-      std::vector<double> sums = {static_cast<double>(turns),        static_cast<double>(finished),
-                                  success,
-                                  reward,
-                                  static_cast<double>(invalid_turns), kl_reasoning * targets.reasoning_tokens,
-                                  static_cast<double>(targets.reasoning_tokens), kl_action * targets.action_tokens,
-                                  static_cast<double>(targets.action_tokens), mean_value * turns};
+      const double reasoning_tokens = static_cast<double>(targets.reasoning_tokens);
+      const double action_tokens = static_cast<double>(targets.action_tokens);
+      std::vector<double> sums = {static_cast<double>(turns),    static_cast<double>(finished),
+                                  success,                       reward,
+                                  static_cast<double>(invalid_turns),
+                                  kl_reasoning * reasoning_tokens, reasoning_tokens,
+                                  kl_action * action_tokens,       action_tokens,
+                                  mean_value * static_cast<double>(turns)};
       ranks->sum(sums);
       turns = static_cast<size_t>(sums[0]);
       finished = static_cast<size_t>(sums[1]);
