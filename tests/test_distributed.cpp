@@ -2,10 +2,11 @@
 // step one process takes on their combined batch, and two-rank runs resume from their checkpoints.
 #include "torch_doctest.h"
 
-#include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -285,6 +286,17 @@ TEST_CASE("a two-rank run resumes from its checkpoint where it stopped") {
   const auto one = run_turnrl("train --config " + config + " --resume " + root + "/interrupted --out " + root + "/one");
   CHECK(one.exit_code == 1);
   CHECK(one.output.find("was saved by a run of 2 process(es)") != std::string::npos);
+
+  // SIGTERM to the launcher reaches every rank: they stop after the same iteration and rank 0 saves.
+  const std::string command = "timeout --preserve-status -s TERM 30 " + std::string(TURNRL_BINARY) + " train --config " + config +
+                              " --nproc 2 --iterations 100000 --out " + root + "/stopped > " + root + "/stopped.log 2>&1";
+  CHECK(WEXITSTATUS(std::system(command.c_str())) == 0);
+  std::ifstream log(root + "/stopped.log");
+  const std::string stopped_log((std::istreambuf_iterator<char>(log)), {});
+  INFO(stopped_log);
+  CHECK(stopped_log.find("[rank 0] [warning] stop requested") != std::string::npos);
+  CHECK(read_json(root + "/stopped/checkpoint/state.json").at("ranks").size() == 2u);
+  CHECK(std::filesystem::exists(root + "/stopped/model/model.safetensors"));
 }
 
 TEST_CASE("ranks fill their own share of a dynamically sampled batch") {

@@ -38,7 +38,8 @@ std::string self_executable() {
   return std::string(path, static_cast<size_t>(n));
 }
 
-pid_t spawn(const std::string& executable, const std::vector<std::string>& arguments) {
+/** Forks and executes; the child gets `signal_mask` (the parent blocks signals meanwhile). */
+pid_t spawn(const std::string& executable, const std::vector<std::string>& arguments, const sigset_t& signal_mask) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(executable.c_str()));
   for (const std::string& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
@@ -46,6 +47,7 @@ pid_t spawn(const std::string& executable, const std::vector<std::string>& argum
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &signal_mask, nullptr);
     execv(executable.c_str(), argv.data());
     _exit(127);
   }
@@ -82,7 +84,12 @@ int run_ranks(int nproc, const std::vector<std::string>& arguments) {
                                  std::string("--master"), master}) {
       rank_arguments.push_back(a);
     }
-    children[rank] = spawn(executable, rank_arguments);
+    try {
+      children[rank] = spawn(executable, rank_arguments, previous);
+    } catch (...) {
+      forward_signal(SIGKILL);  // the ranks started would wait for this one until their timeout
+      throw;
+    }
     child_count = rank + 1;
   }
   sigprocmask(SIG_SETMASK, &previous, nullptr);
