@@ -42,20 +42,20 @@ std::vector<TurnTargets> dual_discount_gae(const std::vector<TurnSignals>& turns
 
 namespace {
 
-/** (x - mean) / (std + eps) in place, with the group's mean and unbiased std. */
-void normalise(const std::vector<float*>& entries, double eps) {
+/** (x - mean) / (std + eps) in place, with the group's mean and unbiased std (over every rank's
+ *  entries when `ranks` is set); nothing changes unless the entries number at least `min_count`. */
+void normalise(const std::vector<float*>& entries, double eps, size_t min_count = 0, RankSum* ranks = nullptr) {
   std::vector<double> values;
   values.reserve(entries.size());
   for (const float* x : entries) values.push_back(*x);
-  const rewards::MeanStd stats = rewards::mean_std(values);
+  const rewards::MeanStd stats = rewards::mean_std(values, ranks);
+  if (stats.count < min_count) return;
   for (float* x : entries) *x = static_cast<float>((*x - stats.mean) / (stats.std + eps));
 }
 
 }  // namespace
 
-void whiten(std::vector<float*>& entries) {
-  if (entries.size() >= 2) normalise(entries, 1e-8);
-}
+void whiten(std::vector<float*>& entries, RankSum* ranks) { normalise(entries, 1e-8, 2, ranks); }
 
 namespace {
 
@@ -75,13 +75,13 @@ void reverse_cumsum(TokenRewards& values) {
 
 }  // namespace
 
-TokenRewards reinforce_plus_plus(const TokenRewards& rewards, double gamma) {
+TokenRewards reinforce_plus_plus(const TokenRewards& rewards, double gamma, RankSum* ranks) {
   TokenRewards out = rewards;
   for (auto& row : out) {
     for (size_t k = row.size(); k-- > 1;) row[k - 1] = static_cast<float>(row[k - 1] + gamma * row[k]);
   }
   auto entries = all_entries(out);
-  whiten(entries);
+  whiten(entries, ranks);
   return out;
 }
 
@@ -139,10 +139,10 @@ namespace {
 
 /** One estimator over one reward stream. */
 TokenRewards stream_advantages(Estimator estimator, const TokenRewards& samples, const std::vector<uint64_t>& group_keys,
-                               double gamma) {
+                               double gamma, RankSum* ranks) {
   if (estimator == Estimator::kGae) throw std::invalid_argument("sample_advantages: GAE needs the critic (dual_discount_gae)");
   if (estimator == Estimator::kGigpo) throw std::invalid_argument("sample_advantages: GiGPO needs anchor states (rewards::gigpo_advantages)");
-  if (estimator == Estimator::kReinforcePlusPlus) return reinforce_plus_plus(samples, gamma);
+  if (estimator == Estimator::kReinforcePlusPlus) return reinforce_plus_plus(samples, gamma, ranks);
   std::map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < samples.size(); ++i) groups[group_keys[i]].push_back(i);
   TokenRewards out(samples.size());
@@ -173,7 +173,7 @@ bool any_nonzero(const TokenRewards& values) {
 }  // namespace
 
 TokenRewards sample_advantages(Estimator estimator, const SampleRewards& rewards, const std::vector<uint64_t>& group_keys,
-                               double gamma) {
+                               double gamma, RankSum* ranks) {
   const size_t n = rewards.outcome.size();
   if (rewards.process.size() != n || rewards.penalty.size() != n || group_keys.size() != n) {
     throw std::invalid_argument("sample_advantages: every stream and the group keys need one entry per sample");
@@ -183,16 +183,21 @@ TokenRewards sample_advantages(Estimator estimator, const SampleRewards& rewards
       throw std::invalid_argument("sample_advantages: sample " + std::to_string(i) + " has streams of different lengths");
     }
   }
-  const bool outcome = any_nonzero(rewards.outcome), process = any_nonzero(rewards.process);
+  // A group lives on one rank (its slots share a seed no other rank plays), so only REINFORCE++'s
+  // whitening over all samples, and which streams it whitens, involve the other ranks.
+  if (estimator != Estimator::kReinforcePlusPlus) ranks = nullptr;
+  std::vector<double> streams = {any_nonzero(rewards.outcome) ? 1.0 : 0.0, any_nonzero(rewards.process) ? 1.0 : 0.0};
+  if (ranks) ranks->sum(streams);
+  const bool outcome = streams[0] > 0, process = streams[1] > 0;
   TokenRewards out;
   if (outcome && process) {
-    out = stream_advantages(estimator, rewards.outcome, group_keys, gamma);
-    const TokenRewards second = stream_advantages(estimator, rewards.process, group_keys, gamma);
+    out = stream_advantages(estimator, rewards.outcome, group_keys, gamma, ranks);
+    const TokenRewards second = stream_advantages(estimator, rewards.process, group_keys, gamma, ranks);
     for (size_t i = 0; i < n; ++i) {
       for (size_t k = 0; k < out[i].size(); ++k) out[i][k] += second[i][k];
     }
   } else {
-    out = stream_advantages(estimator, process ? rewards.process : rewards.outcome, group_keys, gamma);
+    out = stream_advantages(estimator, process ? rewards.process : rewards.outcome, group_keys, gamma, ranks);
   }
   add_penalty_to_go(out, rewards.penalty, gamma);
   return out;

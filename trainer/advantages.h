@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/rank_sum.h"
+
 namespace turnrl::trainer {
 
 struct TurnSignals {
@@ -32,13 +34,13 @@ struct GaeParams {
 std::vector<TurnTargets> dual_discount_gae(const std::vector<TurnSignals>& turns, std::optional<float> bootstrap,
                                            const GaeParams& params);
 
-/** Whitens in place: mean 0, unbiased std 1 (eps 1e-8) over all entries. */
-void whiten(std::vector<float*>& entries);
+/** Whitens in place: mean 0, unbiased std 1 (eps 1e-8) over all entries (of every rank with `ranks`). */
+void whiten(std::vector<float*>& entries, RankSum* ranks = nullptr);
 
 /** Token-level estimators over a group of sampled responses to one prompt (rewards per token). */
 using TokenRewards = std::vector<std::vector<float>>;
-/** REINFORCE++: discounted return per token, whitened over the group. */
-TokenRewards reinforce_plus_plus(const TokenRewards& rewards, double gamma);
+/** REINFORCE++: discounted return per token, whitened over the group (of every rank with `ranks`). */
+TokenRewards reinforce_plus_plus(const TokenRewards& rewards, double gamma, RankSum* ranks = nullptr);
 /** GRPO: each sample's total reward normalised by the group mean/std, broadcast to its tokens. */
 TokenRewards grpo(const TokenRewards& rewards);
 /** Token-level GRPO: every token normalised by the group's pooled token mean/std, then reverse cumsum. */
@@ -66,10 +68,11 @@ struct SampleRewards {
  * over all samples; the group estimators pool the samples sharing a group key (the same start
  * state) and give zero advantage to a sample with no partner in the batch. Outcome and process
  * rewards are normalised separately when both are present, then summed; the penalty is added as
- * its discounted sum to go.
+ * its discounted sum to go. With `ranks` (a data-parallel run) REINFORCE++ whitens over the samples of
+ * every rank; the group estimators need no other rank, as a group's samples all live on one.
  */
 TokenRewards sample_advantages(Estimator estimator, const SampleRewards& rewards, const std::vector<uint64_t>& group_keys,
-                               double gamma);
+                               double gamma, RankSum* ranks = nullptr);
 
 /** Adds each sample's KL-in-reward terms to its advantages as their discounted sum to go. */
 void add_penalty_to_go(TokenRewards& advantages, const TokenRewards& penalty, double gamma);

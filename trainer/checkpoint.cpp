@@ -25,15 +25,17 @@ void save_checkpoint(const std::string& dir, LearnerState& learner, const Checkp
   for (const auto& p : state.curve) curve.push_back({p.minutes, p.iteration, p.progression, p.task_progression});
   std::ostringstream rng;
   rng << learner.shuffle_rng;
+  nlohmann::json json = {{"iteration", state.iteration}, {"elapsed_seconds", state.elapsed_seconds}, {"shuffle_rng", rng.str()}, {"curve", curve}};
+  if (state.ranks.size() == 1) {
+    json["rollout"] = state.ranks[0].rollout;
+    json["reward_manager"] = state.ranks[0].reward_manager;
+  } else {
+    json["ranks"] = nlohmann::json::array();
+    for (const RankState& rank : state.ranks) json["ranks"].push_back({{"rollout", rank.rollout}, {"reward_manager", rank.reward_manager}});
+  }
   {
     std::ofstream out(temp + "/state.json");
-    out << nlohmann::json{{"iteration", state.iteration},
-                          {"elapsed_seconds", state.elapsed_seconds},
-                          {"rollout", state.rollout},
-                          {"shuffle_rng", rng.str()},
-                          {"curve", curve},
-                          {"reward_manager", state.reward_manager}}
-               .dump(1);
+    out << json.dump(1);
     if (!out.flush()) throw std::runtime_error(temp + "/state.json: write failed");
   }
   {
@@ -56,8 +58,11 @@ CheckpointState load_checkpoint(const std::string& dir, LearnerState& learner) {
   try {
     state.iteration = json.at("iteration").get<int>();
     state.elapsed_seconds = json.at("elapsed_seconds").get<double>();
-    state.rollout = json.at("rollout");
-    state.reward_manager = json.at("reward_manager");
+    if (json.contains("ranks")) {
+      for (const auto& rank : json.at("ranks")) state.ranks.push_back({rank.at("rollout"), rank.at("reward_manager")});
+    } else {
+      state.ranks.push_back({json.at("rollout"), json.at("reward_manager")});
+    }
     std::istringstream(json.at("shuffle_rng").get<std::string>()) >> learner.shuffle_rng;
     for (const auto& p : json.at("curve")) {
       state.curve.push_back({p.at(0).get<double>(), p.at(1).get<int>(), p.at(2).get<double>(), p.at(3).get<std::vector<double>>()});

@@ -12,12 +12,19 @@
 
 namespace turnrl::trainer {
 
+/** What each rank of a run resumes on its own. */
+struct RankState {
+  nlohmann::json rollout;         // Rollout::state(): episodes begun and in flight
+  nlohmann::json reward_manager;  // RewardManager::state(): episodes the window cut, with their partial sums
+};
+
 struct CheckpointState {
   int iteration = 0;
   double elapsed_seconds = 0.0;
-  nlohmann::json rollout;        // Rollout::state(): episodes begun and in flight
+  /** One per rank of the run that saved it: state.json's `rollout` and `reward_manager` for one
+   *  process, its `ranks` list for a data-parallel run. */
+  std::vector<RankState> ranks;
   std::vector<EvalPoint> curve;  // evaluations so far
-  nlohmann::json reward_manager; // RewardManager::state(): episodes the window cut, with their partial sums
 };
 
 /** `tokenizer_dir`: the model folder whose tokenizer files the saved models carry. */

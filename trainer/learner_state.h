@@ -1,7 +1,7 @@
 #pragma once
 // What the PPO learner owns: the actor, the critic, the frozen reference policy, their optimisers,
-// and the shuffle stream of the mini-batches. Targets (trainer/targets.*) and the update
-// (trainer/ppo_update.*) read and change it; checkpoints save it.
+// the shuffle stream of the mini-batches and, in a data-parallel run, its ranks. Targets
+// (trainer/targets.*) and the update (trainer/ppo_update.*) read and change it; checkpoints save it.
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -16,6 +16,8 @@
 
 namespace turnrl::trainer {
 
+class ProcessGroup;  // trainer/distributed.h
+
 struct LearnerState {
   TrainConfig config;
   torch::Device device{torch::kCPU};
@@ -27,7 +29,10 @@ struct LearnerState {
   /** The restricted vocabulary of the policy (empty: all tokens), in sampling and scoring alike. */
   std::vector<int32_t> allowed_tokens;
   int32_t pad_id = 0;
-  std::mt19937_64 shuffle_rng;
+  std::mt19937_64 shuffle_rng;  // the same on every rank: they split one shuffle of the combined batch
+  /** The ranks of a data-parallel run (null: one process): each holds its own collection, and the
+   *  targets and the update treat all of them as one batch. */
+  std::shared_ptr<ProcessGroup> ranks;
 
   bool uses_critic() const { return estimator == Estimator::kGae; }
 };

@@ -2,13 +2,13 @@
 
 namespace turnrl::trainer {
 
-torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& tokens) {
   const torch::Tensor m = mask.to(x.scalar_type());
-  return (x * m).sum() / m.sum().clamp_min(1.0);
+  return (x * m).sum() / (tokens.defined() ? tokens.to(m.scalar_type()) : m.sum()).clamp_min(1.0);
 }
 
 PolicyLoss policy_loss(const torch::Tensor& logprobs, const torch::Tensor& old_logprobs, const torch::Tensor& advantages,
-                       const torch::Tensor& mask, const PolicyLossParams& params) {
+                       const torch::Tensor& mask, const PolicyLossParams& params, const torch::Tensor& tokens) {
   const torch::Tensor log_ratio = (logprobs - old_logprobs).masked_fill(mask.logical_not(), 0.0);
   const torch::Tensor ratio = log_ratio.exp();
   const torch::Tensor unclipped = -advantages * ratio;
@@ -20,17 +20,17 @@ PolicyLoss policy_loss(const torch::Tensor& logprobs, const torch::Tensor& old_l
     loss = torch::where(advantages < 0, bounded, loss);
   }
   PolicyLoss out;
-  out.loss = masked_mean(loss, mask);
-  out.clip_fraction = masked_mean((clipped > unclipped).to(torch::kFloat32), mask).detach();
-  out.approx_kl = masked_mean(-log_ratio, mask).detach();
+  out.loss = masked_mean(loss, mask, tokens);
+  out.clip_fraction = masked_mean((clipped > unclipped).to(torch::kFloat32), mask, tokens).detach();
+  out.approx_kl = masked_mean(-log_ratio, mask, tokens).detach();
   return out;
 }
 
 torch::Tensor value_loss(const torch::Tensor& values, const torch::Tensor& old_values, const torch::Tensor& returns,
-                         const torch::Tensor& mask, const torch::Tensor& weights, double value_clip) {
+                         const torch::Tensor& mask, const torch::Tensor& weights, double value_clip, const torch::Tensor& tokens) {
   const torch::Tensor clipped = old_values + (values - old_values).clamp(-value_clip, value_clip);
   const torch::Tensor loss = torch::max((values - returns).pow(2), (clipped - returns).pow(2)) * weights;
-  return 0.5 * masked_mean(loss, mask);
+  return 0.5 * masked_mean(loss, mask, tokens);
 }
 
 }  // namespace turnrl::trainer

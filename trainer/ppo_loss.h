@@ -16,14 +16,19 @@ struct PolicyLoss {
   torch::Tensor approx_kl;     // detached, mean(old - new)
 };
 
+// Every token mean divides by `tokens` when given (a scalar tensor): the count of the whole
+// mini-batch when `mask` holds only this rank's share of it (data-parallel), so that the ranks'
+// losses sum to the mini-batch's. Undefined: the positions of `mask`.
+
 /** Token-mean clipped surrogate over `mask` (dual-clip for negative advantages). */
 PolicyLoss policy_loss(const torch::Tensor& logprobs, const torch::Tensor& old_logprobs, const torch::Tensor& advantages,
-                       const torch::Tensor& mask, const PolicyLossParams& params);
+                       const torch::Tensor& mask, const PolicyLossParams& params, const torch::Tensor& tokens = {});
 
 /** 0.5 * weighted token-mean of max((v - R)^2, (clip(v, v_old +- value_clip) - R)^2). */
 torch::Tensor value_loss(const torch::Tensor& values, const torch::Tensor& old_values, const torch::Tensor& returns,
-                         const torch::Tensor& mask, const torch::Tensor& weights, double value_clip);
+                         const torch::Tensor& mask, const torch::Tensor& weights, double value_clip, const torch::Tensor& tokens = {});
 
-torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask);
+/** sum(x over mask) / max(tokens, 1). */
+torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& tokens = {});
 
 }  // namespace turnrl::trainer

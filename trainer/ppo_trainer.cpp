@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include "trainer/format_stage.h"
 #include "envs/registry.h"
 #include "trainer/checkpoint.h"
+#include "trainer/distributed.h"
 #include "trainer/learner_state.h"
 #include "trainer/learning_curve.h"
 #include "trainer/policy_agent.h"
@@ -34,6 +36,14 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(agents::Qwen2Model& model, d
   return std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(weight_decay).eps(1e-5));
 }
 
+/** Whether `flag` holds on any rank (the ranks stop together); `flag` itself in one process. */
+bool on_any_rank(ProcessGroup* ranks, bool flag) {
+  if (!ranks) return flag;
+  std::vector<double> value = {flag ? 1.0 : 0.0};
+  ranks->max(value);
+  return value[0] > 0;
+}
+
 }  // namespace
 
 struct PpoTrainer::Impl {
@@ -46,16 +56,32 @@ struct PpoTrainer::Impl {
 
   const TrainConfig& config() const { return learner.config; }
   const std::string& base_model() const { return learner.config.initial_model(); }
+  int rank() const { return learner.ranks ? learner.ranks->rank() : 0; }
+  int world_size() const { return learner.ranks ? learner.ranks->size() : 1; }
+  bool writes_run() const { return rank() == 0; }  // evaluations, metrics, checkpoints, the model
 };
 
-PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(std::make_unique<Impl>()) {
+PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::shared_ptr<ProcessGroup> ranks)
+    : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   LearnerState& l = s.learner;
   l.config = std::move(config);
+  l.ranks = std::move(ranks);
   const TrainConfig& c = l.config;
   l.device = torch::Device(c.model.device);
+  if (l.ranks && l.device.is_cuda() && !l.device.has_index() && torch::cuda::device_count() > 0) {
+    l.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(s.rank() % torch::cuda::device_count()));
+  }
   agents::set_compute_threads(c.model.threads);
-  const std::string path = prepare_initial_model(c);
+  if (s.writes_run()) prepare_initial_model(c);
+  const std::string& path = c.initial_model();
+  if (l.ranks) {
+    l.ranks->barrier();  // the models rank 0 may have made are there
+    if (!std::filesystem::exists(path + "/config.json")) {
+      throw std::invalid_argument("'" + path + "' holds no model on this machine (rank 0 makes a preset's model and the format "
+                                  "stage on its own: copy them here or share the folder)");
+    }
+  }
   torch::manual_seed(c.run.seed);  // here, so the critic's head does not depend on whether the preset ran
   const std::string checkpoint = resume.empty() ? "" : find_checkpoint(resume);
   l.actor = agents::load_qwen2(checkpoint.empty() ? path : checkpoint + "/actor", false, l.device);
@@ -63,6 +89,11 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   l.reference = agents::load_qwen2(path, false, l.device);
   l.reference->eval();
   for (auto& p : l.reference->parameters()) p.set_requires_grad(false);
+  if (l.ranks) {
+    // Every rank starts from rank 0's weights, whatever its copy of the files holds.
+    l.ranks->broadcast(l.actor->parameters());
+    l.ranks->broadcast(l.critic->parameters());
+  }
   l.actor_optimizer = make_optimizer(l.actor, c.ppo.actor_lr, c.ppo.weight_decay);
   l.critic_optimizer = make_optimizer(l.critic, c.ppo.critic_lr, c.ppo.weight_decay);
   l.shuffle_rng.seed(c.run.seed);
@@ -82,6 +113,8 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
   rollout.seed = c.run.seed;
   rollout.first_episode_seed = c.run.first_training_seed();  // load() keeps the evaluation seeds out of the block
   rollout.group_size = c.env.group_size;
+  rollout.first_slot = s.rank() * c.env.n_env;
+  rollout.run_slots = s.world_size() * c.env.n_env;
   rollout.turn = c.turn;
   rollout.record_state_hashes = l.estimator == Estimator::kGigpo;
   std::shared_ptr<WorkerPool> workers;
@@ -100,12 +133,25 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume) : impl_(st
       *s.sampler, rollout);
   if (!checkpoint.empty()) {
     const CheckpointState state = load_checkpoint(checkpoint, l);
+    if (static_cast<int>(state.ranks.size()) != s.world_size()) {
+      throw std::invalid_argument(checkpoint + " was saved by a run of " + std::to_string(state.ranks.size()) +
+                                  " process(es): resume it with as many (--nproc or --world-size " + std::to_string(state.ranks.size()) +
+                                  "), not " + std::to_string(s.world_size()));
+    }
     s.iteration = state.iteration;
     s.elapsed_before = state.elapsed_seconds;
-    s.rollout->restore(state.rollout);
+    s.rollout->restore(state.ranks[s.rank()].rollout);
     s.curve = state.curve;
-    l.reward_manager->load_state(state.reward_manager);
+    l.reward_manager->load_state(state.ranks[s.rank()].reward_manager);
     spdlog::info("resumed from {} at iteration {}", checkpoint, s.iteration);
+  }
+  if (l.ranks) {
+    std::vector<double> iterations = {static_cast<double>(s.iteration), -static_cast<double>(s.iteration)};
+    l.ranks->max(iterations);
+    if (iterations[0] != -iterations[1]) {
+      throw std::runtime_error("the ranks start at different iterations (" + std::to_string(static_cast<int>(-iterations[1])) + " to " +
+                               std::to_string(static_cast<int>(iterations[0])) + "): do they all see the same checkpoint?");
+    }
   }
 }
 
@@ -115,22 +161,26 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   Impl& s = *impl_;
   LearnerState& l = s.learner;
   const TrainConfig& c = s.config();
-  std::filesystem::create_directories(c.run.out);
-  {
-    std::ofstream(c.run.out + "/config.yaml") << c.to_yaml();
-  }
+  ProcessGroup* ranks = l.ranks.get();
+  const bool writer = s.writes_run();
   const std::string metrics_path = c.run.out + "/metrics.jsonl";
-  if (s.iteration > 0) truncate_metrics(metrics_path, s.iteration);
-  // A resumed run continues the file (cut back to its checkpoint); a fresh run starts it anew.
-  std::ofstream metrics(metrics_path, s.iteration > 0 ? std::ios::app : std::ios::trunc);
+  std::ofstream metrics;
+  if (writer) {
+    std::filesystem::create_directories(c.run.out);
+    std::ofstream(c.run.out + "/config.yaml") << c.to_yaml();
+    if (s.iteration > 0) truncate_metrics(metrics_path, s.iteration);
+    // A resumed run continues the file (cut back to its checkpoint); a fresh run starts it anew.
+    metrics.open(metrics_path, s.iteration > 0 ? std::ios::app : std::ios::trunc);
+  }
   const auto start = Clock::now();
   auto elapsed = [&] { return s.elapsed_before + std::chrono::duration<double>(Clock::now() - start).count(); };
-  auto stopping = [&] { return stop_requested && stop_requested->load(); };
+  // Asked to stop, on any rank: they all stop at the same iteration boundary.
+  auto stopping = [&] { return on_any_rank(ranks, stop_requested && stop_requested->load()); };
   int last_eval = -1, last_checkpoint = s.iteration;
 
   auto eval_now = [&] {
     last_eval = s.iteration;
-    if (c.run.eval_episodes <= 0) return;
+    if (c.run.eval_episodes <= 0 || !writer) return;
     const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, c.run.eval_seed, c.run.eval_episodes};
     const std::vector<TaskScore> tasks = evaluate(spec, *s.greedy);
     const nlohmann::json scores = scores_json(tasks);
@@ -157,9 +207,18 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   };
   auto checkpoint_now = [&] {
     last_checkpoint = s.iteration;
-    save_checkpoint(c.run.out + "/checkpoint", l,
-                    CheckpointState{s.iteration, elapsed(), s.rollout->state(), s.curve, l.reward_manager->state()}, c.to_yaml(),
-                    s.base_model());
+    RankState mine{s.rollout->state(), l.reward_manager->state()};
+    CheckpointState state{s.iteration, elapsed(), {}, s.curve};
+    if (!ranks) {
+      state.ranks.push_back(std::move(mine));
+    } else {
+      const nlohmann::json text = {{"rollout", mine.rollout}, {"reward_manager", mine.reward_manager}};
+      for (const std::string& rank : ranks->gather(text.dump())) {
+        const nlohmann::json json = nlohmann::json::parse(rank);
+        state.ranks.push_back({json.at("rollout"), json.at("reward_manager")});
+      }
+    }
+    if (writer) save_checkpoint(c.run.out + "/checkpoint", l, state, c.to_yaml(), s.base_model());
   };
 
   if (s.iteration == 0) {
@@ -169,16 +228,18 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       const RolloutBatch batch = s.rollout->collect(c.env.e_len * c.ppo.critic_warmup_multiplier);
       const rewards::TurnTokenRewards token_rewards = assign_token_rewards(*l.reward_manager, batch);
       log_restarts(batch.restarts);
+      const size_t max_rows = static_cast<size_t>(s.world_size()) * c.env.n_env * c.env.e_len * 4;
       for (int w = 0; w < c.ppo.critic_warmup_iterations && !stopping(); ++w) {
         const TrainingTargets targets = compute_targets(l, batch, token_rewards);
-        const nlohmann::json m = ppo_update(l, batch, targets, false, static_cast<size_t>(c.env.n_env) * c.env.e_len * 4);
-        metrics << nlohmann::json{{"type", "critic_warmup"}, {"step", w}, {"value_loss", m["value_loss"]}}.dump() << "\n";
+        const nlohmann::json m = ppo_update(l, batch, targets, false, max_rows);
+        if (writer) metrics << nlohmann::json{{"type", "critic_warmup"}, {"step", w}, {"value_loss", m["value_loss"]}}.dump() << "\n";
         spdlog::info("critic warm-up {}/{} | value loss {:.4f}", w + 1, c.ppo.critic_warmup_iterations, m["value_loss"].get<double>());
       }
     }
   }
 
-  while (s.iteration < c.run.iterations && (c.run.minutes <= 0 || elapsed() < c.run.minutes * 60.0) && !stopping()) {
+  auto out_of_time = [&] { return c.run.minutes > 0 && elapsed() >= c.run.minutes * 60.0; };
+  while (s.iteration < c.run.iterations && !on_any_rank(ranks, out_of_time() || (stop_requested && stop_requested->load()))) {
     const auto iteration_start = Clock::now();
     // Where the iteration's time goes: collecting (generation, env steps, prompts), scoring
     // (old/reference log-probs, values, rewards, advantages), the update.
@@ -195,6 +256,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     nlohmann::json sampling = nlohmann::json::object();
     std::vector<EpisodeRestart> restarts;  // of every collection this iteration made
     if (c.reward.dynamic_sampling_tries > 0) {
+      // Each rank fills its own share of the batch: the group estimators need no other rank.
       SignalBatch kept = sample_batch_with_signal(
           c,
           [&] {
@@ -210,7 +272,15 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       batch = std::move(kept.turns);
       targets = std::move(kept.targets);
       finished_episodes = std::move(kept.finished_episodes);
-      sampling = {{"groups_wanted", kept.groups_wanted}, {"groups_kept", kept.groups_kept}, {"groups_dropped", kept.groups_dropped}, {"sampling_tries", kept.tries}};
+      std::vector<double> groups = {static_cast<double>(kept.groups_wanted), static_cast<double>(kept.groups_kept),
+                                    static_cast<double>(kept.groups_dropped)};
+      std::vector<double> tries = {static_cast<double>(kept.tries)};
+      if (ranks) {
+        ranks->sum(groups);
+        ranks->max(tries);
+      }
+      sampling = {{"groups_wanted", static_cast<size_t>(groups[0])}, {"groups_kept", static_cast<size_t>(groups[1])},
+                  {"groups_dropped", static_cast<size_t>(groups[2])}, {"sampling_tries", static_cast<int>(tries[0])}};
     } else {
       batch = timed(collect_seconds, [&] { return s.rollout->collect(); });
       log_restarts(batch.restarts);
@@ -220,7 +290,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     }
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     double update_seconds = 0;
-    nlohmann::json m = timed(update_seconds, [&] { return ppo_update(l, batch, targets, true, batch.turns.size()); });
+    nlohmann::json m = timed(update_seconds, [&] { return ppo_update(l, batch, targets, true, std::numeric_limits<size_t>::max()); });
     m.update(sampling);
     ++s.iteration;
     double success = 0, reward = 0;
@@ -228,20 +298,47 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       success += e.progression;
       reward += e.episode_return;
     }
-    const size_t finished = finished_episodes.size();
+    size_t finished = finished_episodes.size(), turns = batch.turns.size();
     int invalid_turns = 0;
     size_t response_tokens = 0;
     for (const auto& t : batch.turns) {
       invalid_turns += !t.valid_action;
       response_tokens += t.response_ids.size();
     }
+    double kl_reasoning = targets.kl_reasoning, kl_action = targets.kl_action, mean_value = targets.mean_value;
+    nlohmann::json restarts_line = restarts_json(restarts);
+    if (ranks) {
+      // The metrics of the combined batch: sums over the ranks, and the means they make.
+      const double reasoning_tokens = static_cast<double>(targets.reasoning_tokens);
+      const double action_tokens = static_cast<double>(targets.action_tokens);
+      std::vector<double> sums = {static_cast<double>(turns),    static_cast<double>(finished),
+                                  success,                       reward,
+                                  static_cast<double>(invalid_turns),
+                                  kl_reasoning * reasoning_tokens, reasoning_tokens,
+                                  kl_action * action_tokens,       action_tokens,
+                                  mean_value * static_cast<double>(turns), static_cast<double>(response_tokens)};
+      ranks->sum(sums);
+      turns = static_cast<size_t>(sums[0]);
+      finished = static_cast<size_t>(sums[1]);
+      success = sums[2];
+      reward = sums[3];
+      invalid_turns = static_cast<int>(sums[4]);
+      kl_reasoning = sums[6] > 0 ? sums[5] / sums[6] : 0.0;
+      kl_action = sums[8] > 0 ? sums[7] / sums[8] : 0.0;
+      mean_value = sums[9] / std::max<size_t>(1, turns);
+      response_tokens = static_cast<size_t>(sums[10]);
+      restarts_line = nlohmann::json::array();
+      for (const std::string& rank : ranks->gather(restarts_json(restarts).dump())) {
+        for (const auto& restart : nlohmann::json::parse(rank)) restarts_line.push_back(restart);
+      }
+    }
     const double seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
-    const size_t turns_trained = std::max<size_t>(1, batch.turns.size());
+    const size_t turns_trained = std::max<size_t>(1, turns);
     m["type"] = "train";
     m["iteration"] = s.iteration;
     m["minutes"] = elapsed() / 60.0;
-    m["turns"] = batch.turns.size();
-    m["turns_per_s"] = batch.turns.size() / seconds;  // turns trained on per second
+    m["turns"] = turns;
+    m["turns_per_s"] = turns / seconds;  // turns trained on per second
     m["rollout_share"] = rollout_seconds / seconds;
     m["seconds"] = {{"collect", collect_seconds}, {"scoring", scoring_seconds}, {"update", update_seconds}, {"total", seconds}};
     m["episodes"] = finished;
@@ -249,25 +346,29 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m["episode_reward"] = finished ? reward / finished : 0.0;
     m["invalid_rate"] = static_cast<double>(invalid_turns) / turns_trained;
     m["reply_tokens"] = static_cast<double>(response_tokens) / turns_trained;  // end-of-turn token included
-    m["kl_reasoning"] = targets.kl_reasoning;
-    m["kl_action"] = targets.kl_action;
-    m["mean_value"] = targets.mean_value;
-    if (!restarts.empty()) m["restarts"] = restarts_json(restarts);
-    metrics << m.dump() << "\n" << std::flush;
+    m["kl_reasoning"] = kl_reasoning;
+    m["kl_action"] = kl_action;
+    m["mean_value"] = mean_value;
+    if (!restarts_line.empty()) m["restarts"] = restarts_line;
+    if (writer) metrics << m.dump() << "\n" << std::flush;
     const double per_iteration = elapsed() / std::max(1, s.iteration);
     double eta = (c.run.iterations - s.iteration) * per_iteration;
     if (c.run.minutes > 0) eta = std::min(eta, c.run.minutes * 60.0 - elapsed());
     spdlog::info("iter {:4d}/{} | {:6.0f} turns/s | success {:.3f} ({} eps) | reward {:+.3f} | invalid {:.3f} | KL {:+.5f} | pi {:+.4f} | v {:.4f} | ent {:.3f} | ETA {:.1f} min",
                  s.iteration, c.run.iterations, m["turns_per_s"].get<double>(), m["success"].get<double>(), finished,
-                 m["episode_reward"].get<double>(), m["invalid_rate"].get<double>(), targets.kl_action, m.value("policy_loss", 0.0),
+                 m["episode_reward"].get<double>(), m["invalid_rate"].get<double>(), kl_action, m.value("policy_loss", 0.0),
                  m.value("value_loss", 0.0), m.value("entropy", 0.0), std::max(0.0, eta) / 60.0);
     if (s.iteration % c.run.eval_every == 0) eval_now();
     if (s.iteration % c.run.checkpoint_every == 0) checkpoint_now();
   }
-  if (stopping()) spdlog::warn("stop requested: saving the state at iteration {}", s.iteration);
-  if (last_eval != s.iteration && !stopping()) eval_now();
-  if (last_checkpoint != s.iteration || !std::filesystem::exists(c.run.out + "/checkpoint")) checkpoint_now();
-  save_model(c.run.out + "/model", l, s.base_model());
+  const bool stopped = stopping();
+  if (stopped) spdlog::warn("stop requested: saving the state at iteration {}", s.iteration);
+  if (last_eval != s.iteration && !stopped) eval_now();
+  if (last_checkpoint != s.iteration || on_any_rank(ranks, writer && !std::filesystem::exists(c.run.out + "/checkpoint"))) {
+    checkpoint_now();
+  }
+  if (writer) save_model(c.run.out + "/model", l, s.base_model());
+  if (ranks) ranks->barrier();  // every rank returns once the run is saved
   spdlog::info("done: {} iterations in {:.1f} min; model in {}/model, metrics in {}/metrics.jsonl, curve in {}/curve.svg", s.iteration,
                elapsed() / 60.0, c.run.out, c.run.out, c.run.out);
 }

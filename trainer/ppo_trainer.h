@@ -10,10 +10,15 @@
 
 namespace turnrl::trainer {
 
+class ProcessGroup;  // trainer/distributed.h
+
 class PpoTrainer {
  public:
-  /** Loads (or creates from the preset) the models; `resume` (RUN or RUN/checkpoint) continues a run. */
-  PpoTrainer(TrainConfig config, const std::string& resume);
+  /** Loads (or creates from the preset) the models; `resume` (RUN or RUN/checkpoint) continues a run.
+   *  With `ranks`, this process is one rank of a data-parallel run: it collects env.n_env slots of
+   *  its own (the run's slots rank * n_env ..), the update treats every rank's collection as one
+   *  batch, and rank 0 alone evaluates and writes the run folder (metrics, checkpoints, model). */
+  PpoTrainer(TrainConfig config, const std::string& resume, std::shared_ptr<ProcessGroup> ranks = nullptr);
   ~PpoTrainer();
   /** Runs to the configured iterations or minutes, or until `*stop_requested` (the iteration in
    *  flight finishes first); then always saves a checkpoint and the final model (RUN/model). */

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
 
 #include "agents/model/generation.h"
+#include "trainer/distributed.h"
 #include "trainer/ppo_loss.h"
 
 namespace turnrl::trainer {
@@ -20,32 +23,123 @@ torch::Tensor right_aligned(const std::vector<const std::vector<float>*>& rows, 
   return out;
 }
 
-/** One clipped value-loss step on a mini-batch: positions 0..L of each turn, the first weighted
- *  more (Verlog's highlight_first). Returns the loss. */
-torch::Tensor critic_step(LearnerState& learner, const agents::ResponseBatch& mb, const std::vector<std::vector<int32_t>>& responses,
-                          const std::vector<const std::vector<float>*>& old_v, const std::vector<const std::vector<float>*>& ret) {
-  const TrainConfig::Ppo& ppo = learner.config.ppo;
-  const int64_t r = mb.response_width, rows = static_cast<int64_t>(responses.size());
-  const torch::Tensor values = agents::response_values(learner.critic, mb);
-  torch::Tensor value_mask = torch::zeros({rows, r + 1}, torch::kBool);
-  torch::Tensor weights = torch::ones({rows, r + 1});
-  for (int64_t b = 0; b < rows; ++b) {
-    const int64_t first = r - static_cast<int64_t>(responses[b].size());
-    value_mask[b].narrow(0, first, r + 1 - first).fill_(true);
-    weights[b][first] = ppo.first_token_weight;
+/** Where this rank's rows sit in the combined batch: the ranks' collections side by side as one
+ *  collection of all their slots, rank by rank (row t * N + the rank's first slot + i, N the slots
+ *  of every rank), as one process with all the slots would hold them. */
+struct CombinedRows {
+  size_t total = 0;
+  std::vector<int64_t> local;  // per combined row: this rank's row, or -1
+};
+
+CombinedRows combined_rows(ProcessGroup* ranks, const RolloutBatch& batch) {
+  CombinedRows rows;
+  if (!ranks) {
+    rows.total = batch.turns.size();
+    rows.local.resize(rows.total);
+    std::iota(rows.local.begin(), rows.local.end(), 0);
+    return rows;
   }
-  const torch::Tensor vl = value_loss(values, right_aligned(old_v, r + 1).to(learner.device), right_aligned(ret, r + 1).to(learner.device),
-                                      value_mask.to(learner.device), weights.to(learner.device), ppo.value_clip);
-  clipped_step(*learner.critic_optimizer, learner.critic->parameters(), vl, ppo.grad_clip);
-  return vl.detach().cpu();
+  if (batch.turns.size() != static_cast<size_t>(batch.n_env) * batch.e_len) {
+    throw std::logic_error("ppo_update: a rank's batch needs n_env x e_len turns");
+  }
+  std::vector<double> shapes(2 * static_cast<size_t>(ranks->size()), 0.0);
+  shapes[2 * ranks->rank()] = batch.n_env;
+  shapes[2 * ranks->rank() + 1] = batch.e_len;
+  ranks->sum(shapes);
+  int64_t slots = 0, first_slot = 0;
+  for (int r = 0; r < ranks->size(); ++r) {
+    if (shapes[2 * r + 1] != batch.e_len) throw std::logic_error("ppo_update: the ranks' batches have different e_len");
+    if (r == ranks->rank()) first_slot = slots;
+    slots += static_cast<int64_t>(shapes[2 * r]);
+  }
+  rows.total = static_cast<size_t>(slots) * batch.e_len;
+  rows.local.assign(rows.total, -1);
+  for (int64_t t = 0; t < batch.e_len; ++t) {
+    for (int64_t i = 0; i < batch.n_env; ++i) rows.local[t * slots + first_slot + i] = t * batch.n_env + i;
+  }
+  return rows;
+}
+
+/** One mini-batch: this rank's rows of it, and the token counts of the whole mini-batch (all ranks). */
+struct MiniBatch {
+  std::vector<size_t> rows;
+  double response_tokens = 0;  // the policy loss's token mean
+  double value_positions = 0;  // the value loss's: L + 1 per turn
+};
+
+/** Every epoch's shuffled mini-batches of at most `max_rows` combined rows; their counts cross the
+ *  ranks in one message. */
+std::vector<MiniBatch> plan_minibatches(LearnerState& learner, const RolloutBatch& batch, size_t max_rows) {
+  const TrainConfig::Ppo& ppo = learner.config.ppo;
+  const CombinedRows combined = combined_rows(learner.ranks.get(), batch);
+  std::vector<size_t> order(combined.total);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), learner.shuffle_rng);
+  if (max_rows < order.size()) order.resize(max_rows);
+  std::vector<MiniBatch> plan;
+  const size_t minibatch = static_cast<size_t>(ppo.minibatch);
+  for (int epoch = 0; epoch < ppo.epochs; ++epoch) {
+    if (epoch > 0) std::shuffle(order.begin(), order.end(), learner.shuffle_rng);
+    for (size_t start = 0; start < order.size(); start += minibatch) {
+      MiniBatch mb;
+      for (size_t j = start; j < std::min(order.size(), start + minibatch); ++j) {
+        const int64_t row = combined.local[order[j]];
+        if (row < 0) continue;
+        mb.rows.push_back(static_cast<size_t>(row));
+        mb.response_tokens += static_cast<double>(batch.turns[row].response_ids.size());
+        mb.value_positions += static_cast<double>(batch.turns[row].response_ids.size() + 1);
+      }
+      plan.push_back(std::move(mb));
+    }
+  }
+  if (learner.ranks) {
+    std::vector<double> counts;
+    for (const MiniBatch& mb : plan) counts.insert(counts.end(), {mb.response_tokens, mb.value_positions});
+    learner.ranks->sum(counts);
+    for (size_t i = 0; i < plan.size(); ++i) {
+      plan[i].response_tokens = counts[2 * i];
+      plan[i].value_positions = counts[2 * i + 1];
+    }
+  }
+  return plan;
+}
+
+torch::Tensor count_tensor(double count, const torch::Device& device) {
+  return torch::scalar_tensor(count, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+}
+
+/** One clipped value-loss step on a mini-batch: positions 0..L of each turn, the first weighted
+ *  more (Verlog's highlight_first). Returns the loss (this rank's share of it). */
+torch::Tensor critic_step(LearnerState& learner, const agents::ResponseBatch* mb, const std::vector<std::vector<int32_t>>& responses,
+                          const std::vector<const std::vector<float>*>& old_v, const std::vector<const std::vector<float>*>& ret,
+                          double value_positions) {
+  const TrainConfig::Ppo& ppo = learner.config.ppo;
+  torch::Tensor vl;
+  if (mb) {
+    const int64_t r = mb->response_width, rows = static_cast<int64_t>(responses.size());
+    const torch::Tensor values = agents::response_values(learner.critic, *mb);
+    torch::Tensor value_mask = torch::zeros({rows, r + 1}, torch::kBool);
+    torch::Tensor weights = torch::ones({rows, r + 1});
+    for (int64_t b = 0; b < rows; ++b) {
+      const int64_t first = r - static_cast<int64_t>(responses[b].size());
+      value_mask[b].narrow(0, first, r + 1 - first).fill_(true);
+      weights[b][first] = ppo.first_token_weight;
+    }
+    vl = value_loss(values, right_aligned(old_v, r + 1).to(learner.device), right_aligned(ret, r + 1).to(learner.device),
+                    value_mask.to(learner.device), weights.to(learner.device), ppo.value_clip,
+                    count_tensor(value_positions, learner.device));
+  }
+  clipped_step(*learner.critic_optimizer, learner.critic->parameters(), vl, ppo.grad_clip, learner.ranks.get());
+  return vl.defined() ? vl.detach().cpu() : torch::zeros({});
 }
 
 }  // namespace
 
 double clipped_step(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters, const torch::Tensor& loss,
-                    double max_norm) {
+                    double max_norm, ProcessGroup* ranks) {
   optimizer.zero_grad();
-  loss.backward();
+  if (loss.defined()) loss.backward();
+  if (ranks) ranks->sum_gradients(parameters);
   const double norm = torch::nn::utils::clip_grad_norm_(parameters, max_norm);
   optimizer.step();
   return norm;
@@ -54,57 +148,59 @@ double clipped_step(torch::optim::Optimizer& optimizer, const std::vector<torch:
 nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, const TrainingTargets& targets, bool train_actor,
                           size_t max_rows) {
   const TrainConfig::Ppo& ppo = learner.config.ppo;
-  std::vector<size_t> order(batch.turns.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), learner.shuffle_rng);
-  if (max_rows < order.size()) order.resize(max_rows);
+  const std::vector<MiniBatch> plan = plan_minibatches(learner, batch, max_rows);
   torch::Tensor policy_loss_sum = torch::zeros({}), value_loss_sum = torch::zeros({}), entropy_sum = torch::zeros({});
   torch::Tensor clip_sum = torch::zeros({}), kl_sum = torch::zeros({});
   double grad_norm_sum = 0;
-  int steps = 0;
-  const size_t minibatch = static_cast<size_t>(ppo.minibatch);
-  for (int epoch = 0; epoch < ppo.epochs; ++epoch) {
-    if (epoch > 0) std::shuffle(order.begin(), order.end(), learner.shuffle_rng);
-    for (size_t start = 0; start < order.size(); start += minibatch) {
-      const size_t end = std::min(order.size(), start + minibatch);
-      std::vector<std::vector<int32_t>> prompts, responses;
-      std::vector<const std::vector<float>*> old_lp, adv, old_v, ret;
-      for (size_t j = start; j < end; ++j) {
-        const size_t i = order[j];
-        prompts.push_back(batch.turns[i].prompt_ids);
-        responses.push_back(batch.turns[i].response_ids);
-        old_lp.push_back(&targets.old_logprobs[i]);
-        adv.push_back(&targets.advantages[i]);
-        old_v.push_back(&targets.old_values[i]);
-        ret.push_back(&targets.returns[i]);
-      }
-      const agents::ResponseBatch mb = agents::make_response_batch(prompts, responses, learner.pad_id, learner.device);
-      const int64_t r = mb.response_width;
-      if (train_actor && r > 0) {
+  for (const MiniBatch& minibatch : plan) {
+    std::vector<std::vector<int32_t>> prompts, responses;
+    std::vector<const std::vector<float>*> old_lp, adv, old_v, ret;
+    for (size_t i : minibatch.rows) {
+      prompts.push_back(batch.turns[i].prompt_ids);
+      responses.push_back(batch.turns[i].response_ids);
+      old_lp.push_back(&targets.old_logprobs[i]);
+      adv.push_back(&targets.advantages[i]);
+      old_v.push_back(&targets.old_values[i]);
+      ret.push_back(&targets.returns[i]);
+    }
+    // A rank may hold none of a mini-batch's rows, or none with a response token: it adds no
+    // gradient, but still takes part in the step.
+    std::optional<agents::ResponseBatch> mb;
+    if (!prompts.empty()) mb = agents::make_response_batch(prompts, responses, learner.pad_id, learner.device);
+    if (train_actor && minibatch.response_tokens > 0) {
+      torch::Tensor loss;
+      if (mb && mb->response_width > 0) {
+        const int64_t r = mb->response_width;
         torch::Tensor entropy;
-        const torch::Tensor logp = agents::response_logprobs(learner.actor, mb, learner.allowed_tokens, &entropy);
+        const torch::Tensor tokens = count_tensor(minibatch.response_tokens, learner.device);
+        const torch::Tensor logp = agents::response_logprobs(learner.actor, *mb, learner.allowed_tokens, &entropy);
         const PolicyLoss pl = policy_loss(logp, right_aligned(old_lp, r).to(learner.device), right_aligned(adv, r).to(learner.device),
-                                          mb.response_mask, {ppo.clip, ppo.dual_clip});
-        const torch::Tensor entropy_mean = masked_mean(entropy, mb.response_mask);
-        const torch::Tensor loss = pl.loss - ppo.entropy_coef * entropy_mean;
-        grad_norm_sum += clipped_step(*learner.actor_optimizer, learner.actor->parameters(), loss, ppo.grad_clip);
+                                          mb->response_mask, {ppo.clip, ppo.dual_clip}, tokens);
+        const torch::Tensor entropy_mean = masked_mean(entropy, mb->response_mask, tokens);
+        loss = pl.loss - ppo.entropy_coef * entropy_mean;
         policy_loss_sum += pl.loss.detach().cpu();
         entropy_sum += entropy_mean.detach().cpu();
         clip_sum += pl.clip_fraction.cpu();
         kl_sum += pl.approx_kl.cpu();
       }
-      if (learner.uses_critic()) value_loss_sum += critic_step(learner, mb, responses, old_v, ret);
-      ++steps;
+      grad_norm_sum += clipped_step(*learner.actor_optimizer, learner.actor->parameters(), loss, ppo.grad_clip, learner.ranks.get());
+    }
+    if (learner.uses_critic()) {
+      value_loss_sum += critic_step(learner, mb ? &*mb : nullptr, responses, old_v, ret, minibatch.value_positions);
     }
   }
-  const double denom = std::max(1, steps);
+  // The ranks' shares of each loss add up to the combined batch's.
+  std::vector<double> sums = {policy_loss_sum.item<double>(), value_loss_sum.item<double>(), entropy_sum.item<double>(),
+                              clip_sum.item<double>(), kl_sum.item<double>()};
+  if (learner.ranks) learner.ranks->sum(sums);
+  const double denom = std::max<size_t>(1, plan.size());
   nlohmann::json m;
-  if (learner.uses_critic()) m["value_loss"] = value_loss_sum.item<double>() / denom;
+  if (learner.uses_critic()) m["value_loss"] = sums[1] / denom;
   if (train_actor) {
-    m["policy_loss"] = policy_loss_sum.item<double>() / denom;
-    m["entropy"] = entropy_sum.item<double>() / denom;
-    m["clip_fraction"] = clip_sum.item<double>() / denom;
-    m["ppo_kl"] = kl_sum.item<double>() / denom;
+    m["policy_loss"] = sums[0] / denom;
+    m["entropy"] = sums[2] / denom;
+    m["clip_fraction"] = sums[3] / denom;
+    m["ppo_kl"] = sums[4] / denom;
     m["grad_norm"] = grad_norm_sum / denom;
   }
   return m;

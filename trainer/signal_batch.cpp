@@ -72,6 +72,8 @@ SignalBatch sample_batch_with_signal(const TrainConfig& config, const std::funct
     kl_reasoning += scored->targets.kl_reasoning / collections.size();
     kl_action += scored->targets.kl_action / collections.size();
     mean_value += scored->targets.mean_value / collections.size();
+    out.targets.reasoning_tokens += scored->targets.reasoning_tokens;
+    out.targets.action_tokens += scored->targets.action_tokens;
   }
   for (const Group& group : sampled.kept) {
     const ScoredCollection& scored = *collections[group.collection];

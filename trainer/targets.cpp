@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "agents/model/generation.h"
+#include "trainer/distributed.h"
 #include "trainer/rewards/gigpo.h"
 
 namespace turnrl::trainer {
@@ -65,6 +66,8 @@ std::vector<std::vector<float>> kl_penalties(const LearnerState& learner, const 
   }
   t.kl_reasoning = n_reason ? kl_reason / n_reason : 0.0;
   t.kl_action = n_act ? kl_act / n_act : 0.0;
+  t.reasoning_tokens = n_reason;
+  t.action_tokens = n_act;
   return penalties;
 }
 
@@ -120,7 +123,7 @@ void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::ve
   for (auto& row : t.advantages) {
     for (float& x : row) entries.push_back(&x);
   }
-  whiten(entries);
+  whiten(entries, learner.ranks.get());
   t.mean_value = value_sum / std::max<size_t>(1, batch.turns.size());
 }
 
@@ -160,7 +163,7 @@ void sample_targets(const LearnerState& learner, const RolloutBatch& batch, cons
   SampleRewards samples{per_segment(segments, outcome), per_segment(segments, process), per_segment(segments, penalties)};
   std::vector<uint64_t> keys;
   for (const Segment& segment : segments) keys.push_back(segment.group_key);
-  scatter(segments, sample_advantages(learner.estimator, samples, keys, learner.config.ppo.step_gamma), penalties, t);
+  scatter(segments, sample_advantages(learner.estimator, samples, keys, learner.config.ppo.step_gamma, learner.ranks.get()), penalties, t);
 }
 
 /** GiGPO over the episode segments: each turn's reward is its token rewards' sum, its anchor state
@@ -207,7 +210,7 @@ std::vector<Segment> episode_segments(const TrainConfig& config, const RolloutBa
       const size_t i = static_cast<size_t>(t_index) * batch.n_env + s;
       const TurnRecord& turn = batch.turns[i];
       if (t_index == 0 || batch.turns[i - batch.n_env].episode_id != turn.episode_id) {
-        const size_t task = static_cast<size_t>(s / config.env.group_size) % config.env.ids.size();
+        const size_t task = static_cast<size_t>(turn.slot / config.env.group_size) % config.env.ids.size();
         segments.push_back({turn.episode_seed * config.env.ids.size() + task, {}});
       }
       segments.back().rows.push_back(i);

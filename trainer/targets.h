@@ -2,6 +2,7 @@
 // Rewards and training targets of one collection: old and reference log-probs, KL-in-reward
 // (split into reasoning and action tokens at the positions the rollout recorded), then advantages
 // and returns from dual-discount GAE with the critic, or from a critic-free estimator.
+#include <cstdint>
 #include <vector>
 
 #include "trainer/learner_state.h"
@@ -17,18 +18,21 @@ struct TrainingTargets {
   std::vector<std::vector<float>> advantages;    // L
   std::vector<std::vector<float>> returns;       // L + 1 (empty without a critic)
   double kl_reasoning = 0.0, kl_action = 0.0;    // mean k1 KL of reasoning / action tokens
+  int64_t reasoning_tokens = 0, action_tokens = 0;  // the tokens of those means
   double mean_value = 0.0;
 };
 
 /** A slot's consecutive turns of one episode in a collection: the samples of the critic-free
- *  estimators, grouped by start state (the task and the episode seed). */
+ *  estimators, grouped by start state (the task of the turns' run slot and the episode seed). */
 struct Segment {
   uint64_t group_key = 0;
   std::vector<size_t> rows;  // in time order
 };
 std::vector<Segment> episode_segments(const TrainConfig& config, const RolloutBatch& batch);
 
-/** `token_rewards`: the reward stage's rows for `batch` (trainer/reward_stage.h). */
+/** `token_rewards`: the reward stage's rows for `batch` (trainer/reward_stage.h). In a data-parallel
+ *  run (learner.ranks) each rank passes its own collection; whitening then covers every rank's
+ *  (a collective for the estimators that whiten, gae and reinforce++; none for the group ones). */
 TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const rewards::TurnTokenRewards& token_rewards);
 
 }  // namespace turnrl::trainer

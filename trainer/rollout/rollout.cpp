@@ -38,9 +38,16 @@ Rollout::Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig
     throw std::invalid_argument("rollout: group_size " + std::to_string(config_.group_size) + " must divide n_env " +
                                 std::to_string(config_.n_env));
   }
+  if (config_.run_slots == 0) config_.run_slots = config_.n_env;
+  if (config_.first_slot < 0 || config_.first_slot % config_.group_size != 0 || config_.run_slots % config_.group_size != 0 ||
+      config_.first_slot + config_.n_env > config_.run_slots) {
+    throw std::invalid_argument("rollout: slots " + std::to_string(config_.first_slot) + ".." +
+                                std::to_string(config_.first_slot + config_.n_env - 1) + " are no whole groups of " +
+                                std::to_string(config_.group_size) + " among the run's " + std::to_string(config_.run_slots));
+  }
   for (int i = 0; i < config_.n_env; ++i) {
     Slot slot;
-    slot.env = std::make_unique<EnvSlot>(make_env(i), config_.turn, mix(config_.seed, i), agent_.max_prompt_tokens());
+    slot.env = std::make_unique<EnvSlot>(make_env(run_slot(i)), config_.turn, mix(config_.seed, run_slot(i)), agent_.max_prompt_tokens());
     slots_.push_back(std::move(slot));
   }
   for (int i = 0; i < config_.n_env; ++i) begin_episode(i);
@@ -48,7 +55,7 @@ Rollout::Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig
 
 void Rollout::begin_episode(int index) {
   Slot& slot = slots_[index];
-  slot.episode_id = static_cast<uint64_t>(index) + static_cast<uint64_t>(config_.n_env) * slot.episodes_begun++;
+  slot.episode_id = episode_id(index, slot.episodes_begun++);
   slot.episode_rows.clear();
   slot.env->begin_episode(episode_seed(index, slot.episodes_begun - 1));
 }
@@ -57,7 +64,7 @@ EpisodeRestart Rollout::restart_lost_episode(int index, RolloutBatch& batch, con
   Slot& slot = slots_[index];
   if (!slot.episode_rows.empty()) batch.turns[slot.episode_rows.back()].truncated = true;
   EpisodeRestart restart;
-  restart.slot = index;
+  restart.slot = run_slot(index);
   restart.worker = lost.where();
   restart.reason = lost.what();
   restart.lost_episode_id = slot.episode_id;
@@ -69,9 +76,11 @@ EpisodeRestart Rollout::restart_lost_episode(int index, RolloutBatch& batch, con
   return restart;
 }
 
-uint64_t Rollout::episode_seed(size_t slot, uint64_t k) const {
+uint64_t Rollout::episode_id(int slot, uint64_t k) const { return static_cast<uint64_t>(run_slot(slot)) + run_slots() * k; }
+
+uint64_t Rollout::episode_seed(int slot, uint64_t k) const {
   const uint64_t group = config_.group_size;
-  return config_.first_episode_seed + slot / group + static_cast<uint64_t>(config_.n_env) / group * k;
+  return config_.first_episode_seed + static_cast<uint64_t>(run_slot(slot)) / group + run_slots() / group * k;
 }
 
 nlohmann::json Rollout::state() const {
@@ -92,9 +101,9 @@ void Rollout::restore(const nlohmann::json& state) {
     Slot& slot = slots_[i];
     slot.episodes_begun = saved.at("episodes_begun").get<uint64_t>();
     if (slot.episodes_begun == 0) throw std::invalid_argument("rollout state: slot " + std::to_string(i) + " began no episode");
-    slot.episode_id = i + static_cast<uint64_t>(config_.n_env) * (slot.episodes_begun - 1);
+    slot.episode_id = episode_id(static_cast<int>(i), slot.episodes_begun - 1);
     slot.episode_rows.clear();
-    slot.env->replay(episode_seed(i, slot.episodes_begun - 1), saved.at("replies").get<std::vector<std::string>>());
+    slot.env->replay(episode_seed(static_cast<int>(i), slot.episodes_begun - 1), saved.at("replies").get<std::vector<std::string>>());
   }
 }
 
@@ -145,7 +154,7 @@ void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatch
     agents::AgentResult result = replies.ask(prompt_of(index, slot.env->prompt(count_)));
     const size_t row = static_cast<size_t>(t) * n + index;
     TurnRecord& record = batch.turns[row];
-    record.slot = index;
+    record.slot = run_slot(index);
     record.episode_id = slot.episode_id;
     record.turn_index = slot.env->turn();
     record.episode_seed = slot.env->episode_seed();
@@ -203,7 +212,7 @@ void Rollout::end_episode(int index, RolloutBatch& batch, const TurnOutcome& out
   Slot& slot = slots_[index];
   const EnvSlot& env = *slot.env;
   batch.finished_episodes.push_back(
-      {index, slot.episode_id, env.episode_seed(), env.turn(), env.episode_return(), env.env().progression(), outcome.terminated,
+      {run_slot(index), slot.episode_id, env.episode_seed(), env.turn(), env.episode_return(), env.env().progression(), outcome.terminated,
        outcome.truncated});
   if (config_.normalize_reward_by_length) {
     for (size_t r : slot.episode_rows) batch.turns[r].reward /= env.turn();

@@ -1,10 +1,10 @@
 #pragma once
 // Fixed-turn rollouts: every collection yields exactly n_env x e_len turns. Episodes continue
 // across collections and auto-reset with fresh seeds: episode k of slot i (k = 0, 1, ...) has id
-// i + n_env * k and seed first_episode_seed + i + n_env * k, so seeds never repeat within a run
-// and stay in a range the caller keeps apart from its evaluation seeds. With group_size G, the
-// G slots of a group share their k-th seed instead (G samples from one start state):
-// first_episode_seed + i / G + (n_env / G) * k.
+// i + N * k and seed first_episode_seed + i + N * k (N: the run's slots, n_env unless the rollout
+// is one rank's share), so seeds never repeat within a run and stay in a range the caller keeps
+// apart from its evaluation seeds. With group_size G, the G slots of a group share their k-th seed
+// instead (G samples from one start state): first_episode_seed + i / G + (N / G) * k.
 //
 // Lost envs: when a step throws envs::EnvLost (a remote env whose server died, stopped answering
 // or forgot it), the slot abandons its episode and begins its next one, on whichever worker the env
@@ -54,6 +54,12 @@ struct RolloutConfig {
   uint64_t seed = 0;  // reply sampling and the slots' translation choices
   uint64_t first_episode_seed = 0;
   int group_size = 1;  // divides n_env
+  /** A data-parallel rank plays slots first_slot .. first_slot + n_env - 1 of a run of run_slots
+   *  (0: n_env) slots, under those slots' ids and seeds: the ranks' episodes and seeds are then
+   *  disjoint, and together they are those of one process with run_slots slots. Slot numbers in
+   *  the batch (TurnRecord::slot, ...) and those the EnvFactory gets are the run's. */
+  int first_slot = 0;
+  int run_slots = 0;
   TurnSettings turn;
   /** Divide each turn reward of a finished episode by its length (Verlog: off). Turns of an
    *  episode that started in an earlier collection keep their unscaled reward. */
@@ -68,7 +74,7 @@ int action_token_start(const std::vector<uint32_t>& token_text_ends, size_t acti
 
 class Rollout {
  public:
-  using EnvFactory = std::function<std::unique_ptr<envs::Env>(int slot)>;
+  using EnvFactory = std::function<std::unique_ptr<envs::Env>(int slot)>;  // the run's slot number
   /** Validates the config (std::invalid_argument) and begins the first episode of every slot. */
   Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig config);
 
@@ -99,8 +105,12 @@ class Rollout {
   void end_episode(int slot, RolloutBatch& batch, const TurnOutcome& outcome);
   /** Abandons the slot's episode after `lost` and begins its next one (see the top of this file). */
   EpisodeRestart restart_lost_episode(int slot, RolloutBatch& batch, const envs::EnvLost& lost);
-  /** Seed of the k-th episode (0-based) of `slot`. */
-  uint64_t episode_seed(size_t slot, uint64_t k) const;
+  /** The run's number of the rollout's `slot`, and the run's slot count. */
+  int run_slot(int slot) const { return config_.first_slot + slot; }
+  uint64_t run_slots() const { return static_cast<uint64_t>(config_.run_slots); }
+  /** Id and seed of the k-th episode (0-based) of the rollout's `slot`. */
+  uint64_t episode_id(int slot, uint64_t k) const;
+  uint64_t episode_seed(int slot, uint64_t k) const;
   agents::AgentPrompt prompt_of(int slot, std::vector<memory::ChatMessage> messages) const;
 
   agents::Agent& agent_;

@@ -1,0 +1,325 @@
+// Data-parallel training over torch c10d (Gloo over a TCPStore on loopback): two ranks take the
+// step one process takes on their combined batch, and two-rank runs resume from their checkpoints.
+#include "torch_doctest.h"
+
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/model/language_model.h"
+#include "agents/model/model_presets.h"
+#include "envs/registry.h"
+#include "test_util.h"
+#include "trainer/distributed.h"
+#include "trainer/policy_agent.h"
+#include "trainer/ppo_update.h"
+#include "trainer/reward_stage.h"
+#include "trainer/rollout/rollout.h"
+#include "trainer/targets.h"
+
+using namespace turnrl::trainer;
+using turnrl::test::run_turnrl;
+
+namespace {
+
+constexpr int kSlotsPerRank = 4;
+
+/** A tiny model with its own lm_head: the critic never uses it, so its gradient stays undefined. */
+std::string untied_tiny_model(const std::string& root) {
+  const std::string tied = root + "/tied", untied = root + "/untied";
+  turnrl::agents::write_new_model("tiny", tied, 5, "");
+  turnrl::agents::ModelConfig config = turnrl::agents::preset_config("tiny");
+  config.tie_word_embeddings = false;
+  torch::manual_seed(6);
+  turnrl::agents::Qwen2Model model(config, false);
+  turnrl::agents::save_qwen2(model, untied, tied);
+  return untied;
+}
+
+TrainConfig learner_config(const std::string& model, const std::string& estimator) {
+  TrainConfig c;
+  c.model.path = model;
+  c.model.threads = 1;
+  c.env.ids = {"babyai/goto", "babyai/open"};
+  c.env.n_env = kSlotsPerRank;
+  c.env.e_len = 3;
+  c.env.group_size = 2;
+  c.ppo.estimator = estimator;
+  c.ppo.minibatch = 5;  // 24 combined rows: mini-batches of 5 and 4, split unevenly over the ranks
+  c.ppo.epochs = 2;
+  c.ppo.weight_decay = 0.01;  // moves any parameter that wrongly gets a zero gradient
+  c.run.seed = 11;
+  return c;
+}
+
+/** The trainer's learner: models from `c.model.path`, AdamW, the shuffle stream from the seed. */
+LearnerState make_learner(const TrainConfig& c) {
+  LearnerState l;
+  l.config = c;
+  torch::manual_seed(c.run.seed);
+  l.actor = turnrl::agents::load_qwen2(c.model.path, false, torch::kCPU);
+  l.critic = turnrl::agents::load_qwen2(c.model.path, true, torch::kCPU);
+  l.reference = turnrl::agents::load_qwen2(c.model.path, false, torch::kCPU);
+  for (auto& p : l.reference->parameters()) p.set_requires_grad(false);
+  const auto adamw = [&](turnrl::agents::Qwen2Model& m, double lr) {
+    return std::make_unique<torch::optim::AdamW>(m->parameters(), torch::optim::AdamWOptions(lr).weight_decay(c.ppo.weight_decay).eps(1e-5));
+  };
+  l.actor_optimizer = adamw(l.actor, c.ppo.actor_lr);
+  l.critic_optimizer = adamw(l.critic, c.ppo.critic_lr);
+  l.shuffle_rng.seed(c.run.seed);
+  l.estimator = parse_estimator(c.ppo.estimator);
+  l.reward_manager = rewards::make_reward_manager(c.reward.manager, false);
+  const auto tokenizer = turnrl::agents::Tokenizer::load(c.model.path);
+  l.allowed_tokens = action_vocabulary(c, tokenizer);
+  l.pad_id = tokenizer.pad_id();
+  return l;
+}
+
+/** One collection of the run's slots first_slot .. first_slot + n_slots - 1 (of 2 x kSlotsPerRank). */
+RolloutBatch collect(const TrainConfig& c, turnrl::agents::Agent& agent, int first_slot, int n_slots) {
+  RolloutConfig rc;
+  rc.n_env = n_slots;
+  rc.e_len = c.env.e_len;
+  rc.seed = c.run.seed;
+  rc.first_episode_seed = 1'000'000;
+  rc.group_size = c.env.group_size;
+  rc.first_slot = first_slot;
+  rc.run_slots = 2 * kSlotsPerRank;
+  Rollout rollout(
+      [&c](int slot) { return turnrl::envs::make_env(c.env.ids[static_cast<size_t>(slot / c.env.group_size) % c.env.ids.size()]); },
+      agent, rc);
+  return rollout.collect();
+}
+
+/** Rewards of both kinds on every rank (the untrained policy rarely earns one in three turns): a
+ *  process reward on each turn, an outcome on the last turn of every other slot. */
+void give_rewards(RolloutBatch& batch) {
+  for (TurnRecord& turn : batch.turns) turn.reward = 0.25 * ((turn.slot * 7 + turn.turn_index * 3) % 5) - 0.5;
+  for (int i = 0; i < batch.n_env; i += 2) {
+    TurnRecord& last = batch.turns[static_cast<size_t>(batch.e_len - 1) * batch.n_env + i];
+    last.terminated = true;
+    last.reward += 1.0 + 0.1 * last.slot;
+    batch.bootstrap[i].reset();
+  }
+}
+
+/** The ranks' collections side by side: one collection of all their slots. */
+RolloutBatch side_by_side(const std::vector<RolloutBatch>& parts) {
+  RolloutBatch out;
+  out.e_len = parts.front().e_len;
+  for (const RolloutBatch& part : parts) out.n_env += part.n_env;
+  for (int t = 0; t < out.e_len; ++t) {
+    for (const RolloutBatch& part : parts) {
+      for (int i = 0; i < part.n_env; ++i) out.turns.push_back(part.at(t, i));
+    }
+  }
+  for (const RolloutBatch& part : parts) out.bootstrap.insert(out.bootstrap.end(), part.bootstrap.begin(), part.bootstrap.end());
+  return out;
+}
+
+double max_abs_difference(turnrl::agents::Qwen2Model& a, turnrl::agents::Qwen2Model& b) {
+  const auto pa = a->named_parameters(), pb = b->named_parameters();
+  double most = 0.0;
+  for (const auto& item : pa) most = std::max(most, (item.value() - pb[item.key()]).abs().max().item<double>());
+  return most;
+}
+
+/** Targets and one update of each rank on its own collection, the ranks (threads) joined by Gloo. */
+void update_as_ranks(std::vector<LearnerState>& ranks, const std::vector<RolloutBatch>& batches) {
+  const std::string master = loopback_master();
+  std::vector<std::exception_ptr> errors(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        LearnerState& l = ranks[r];
+        l.ranks = std::make_shared<ProcessGroup>(ProcessGroupOptions{static_cast<int>(r), static_cast<int>(ranks.size()), master});
+        const TrainingTargets targets = compute_targets(l, batches[r], assign_token_rewards(*l.reward_manager, batches[r]));
+        ppo_update(l, batches[r], targets, true, std::numeric_limits<size_t>::max());
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+void update_alone(LearnerState& l, const RolloutBatch& batch) {
+  const TrainingTargets targets = compute_targets(l, batch, assign_token_rewards(*l.reward_manager, batch));
+  ppo_update(l, batch, targets, true, std::numeric_limits<size_t>::max());
+}
+
+}  // namespace
+
+TEST_CASE("two ranks take the update one process takes on their combined batch") {
+  const std::string root = "/tmp/turnrl_dp_equal_test";
+  std::filesystem::remove_all(root);
+  const std::string model = untied_tiny_model(root);
+  for (const std::string estimator : {"gae", "reinforce++", "grpo"}) {
+    CAPTURE(estimator);
+    const TrainConfig c = learner_config(model, estimator);
+    const auto sampler = make_policy_agent(turnrl::agents::LanguageModel::load(model), c, false, c.run.seed);
+    std::vector<RolloutBatch> batches = {collect(c, *sampler, 0, kSlotsPerRank), collect(c, *sampler, kSlotsPerRank, kSlotsPerRank)};
+    const RolloutBatch combined = side_by_side(batches);
+
+    // The ranks play the episodes one process with all the slots plays: same ids and seeds, none shared.
+    const RolloutBatch one_process = collect(c, *sampler, 0, 2 * kSlotsPerRank);
+    std::set<uint64_t> seeds[2];
+    for (size_t i = 0; i < combined.turns.size(); ++i) {
+      CHECK(combined.turns[i].slot == one_process.turns[i].slot);
+      CHECK(combined.turns[i].episode_id == one_process.turns[i].episode_id);
+      CHECK(combined.turns[i].episode_seed == one_process.turns[i].episode_seed);
+      seeds[combined.turns[i].slot / kSlotsPerRank].insert(combined.turns[i].episode_seed);
+    }
+    for (uint64_t seed : seeds[0]) CHECK(seeds[1].count(seed) == 0);
+    for (RolloutBatch& batch : batches) give_rewards(batch);
+    const RolloutBatch rewarded = side_by_side(batches);
+
+    LearnerState single = make_learner(c);
+    update_alone(single, rewarded);
+    std::vector<LearnerState> ranks;
+    for (int r = 0; r < 2; ++r) ranks.push_back(make_learner(c));
+    update_as_ranks(ranks, batches);
+
+    LearnerState untouched = make_learner(c);
+    CHECK(max_abs_difference(single.actor, untouched.actor) > 1e-4);  // the update moved the weights
+    if (single.uses_critic()) CHECK(max_abs_difference(single.critic, untouched.critic) > 1e-4);
+    double actor = 0, critic = 0;
+    for (LearnerState& rank : ranks) {
+      actor = std::max(actor, max_abs_difference(rank.actor, single.actor));
+      critic = std::max(critic, max_abs_difference(rank.critic, single.critic));
+    }
+    MESSAGE(estimator << ": ranks vs one process, max |difference| of actor " << actor << ", critic " << critic);
+    CHECK(actor <= 1e-6);
+    CHECK(critic <= 1e-6);
+
+    // The control: a rank stepping alone on its own collection is not the combined step.
+    LearnerState alone = make_learner(c);
+    update_alone(alone, batches[0]);
+    CHECK(max_abs_difference(alone.actor, single.actor) > 1e-4);
+  }
+}
+
+namespace {
+
+std::string write_config(const std::string& root, const std::string& text) {
+  std::filesystem::create_directories(root);
+  std::ofstream(root + "/config.yaml") << text;
+  return root + "/config.yaml";
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+/** metrics.jsonl lines by "type/iteration" (or "type/step"), without the wall-clock fields; each key once. */
+std::map<std::string, nlohmann::json> metrics_by_key(const std::string& path) {
+  std::map<std::string, nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string text; std::getline(in, text);) {
+    nlohmann::json line = nlohmann::json::parse(text);
+    for (const char* key : {"minutes", "turns_per_s", "rollout_share"}) line.erase(key);
+    const std::string key = line["type"].get<std::string>() + "/" +
+                            std::to_string(line.contains("iteration") ? line["iteration"].get<int>() : line["step"].get<int>());
+    CHECK_MESSAGE(lines.count(key) == 0, key << " twice in " << path);
+    lines[key] = line;
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("a two-rank run resumes from its checkpoint where it stopped") {
+  const std::string root = "/tmp/turnrl_dp_resume_test";
+  std::filesystem::remove_all(root);
+  // Episodes of BabyAI outlast e_len = 3, so the checkpoint cuts them mid-episode on both ranks.
+  const std::string config = write_config(root, "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
+                                                "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
+                                                "ppo:\n  minibatch: 6\n  epochs: 2\n  critic_warmup_iterations: 1\n"
+                                                "run:\n  iterations: 4\n  checkpoint_every: 2\n  eval_every: 2\n  eval_episodes: 2\n");
+  const auto uninterrupted = run_turnrl("train --config " + config + " --nproc 2 --out " + root + "/uninterrupted");
+  REQUIRE_MESSAGE(uninterrupted.exit_code == 0, uninterrupted.output);
+  const auto first = run_turnrl("train --config " + config + " --nproc 2 --iterations 2 --out " + root + "/interrupted");
+  REQUIRE_MESSAGE(first.exit_code == 0, first.output);
+  const nlohmann::json state = read_json(root + "/interrupted/checkpoint/state.json");
+  CHECK(state.at("iteration") == 2);
+  REQUIRE(state.at("ranks").size() == 2u);
+  for (const auto& rank : state.at("ranks")) {
+    size_t steps_in_flight = 0;
+    for (const auto& slot : rank.at("rollout").at("slots")) steps_in_flight += slot.at("replies").size();
+    CHECK(steps_in_flight > 0);
+  }
+  const auto resumed = run_turnrl("train --config " + config + " --nproc 2 --resume " + root + "/interrupted --out " + root + "/interrupted");
+  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
+  CHECK(resumed.output.find("resumed from " + root + "/interrupted/checkpoint at iteration 2") != std::string::npos);
+
+  const auto expected = metrics_by_key(root + "/uninterrupted/metrics.jsonl");
+  const auto continued = metrics_by_key(root + "/interrupted/metrics.jsonl");
+  for (const std::string key : {"eval/0", "critic_warmup/0", "train/1", "train/2", "eval/2", "train/3", "train/4", "eval/4"}) {
+    INFO(key);
+    REQUIRE(expected.count(key) == 1);
+    REQUIRE(continued.count(key) == 1);
+    CHECK(continued.at(key).dump() == expected.at(key).dump());
+  }
+  CHECK(continued.size() == expected.size());
+  CHECK(expected.at("train/1").at("turns") == 2 * 4 * 3);  // rank 0 writes the combined batch's metrics
+  CHECK(read_json(root + "/interrupted/checkpoint/state.json").at("iteration") == 4);
+  CHECK(std::filesystem::exists(root + "/interrupted/model/model.safetensors"));
+
+  // Another number of ranks cannot take over the ranks' episodes: every rank says so, the launcher fails.
+  const auto three = run_turnrl("train --config " + config + " --nproc 3 --resume " + root + "/interrupted --out " + root + "/three");
+  CHECK(three.exit_code == 1);
+  CHECK(three.output.find("was saved by a run of 2 process(es): resume it with as many") != std::string::npos);
+  CHECK(three.output.find("rank 2 failed") != std::string::npos);
+  const auto one = run_turnrl("train --config " + config + " --resume " + root + "/interrupted --out " + root + "/one");
+  CHECK(one.exit_code == 1);
+  CHECK(one.output.find("was saved by a run of 2 process(es)") != std::string::npos);
+
+  // SIGTERM to the launcher reaches every rank: they stop after the same iteration and rank 0 saves.
+  const std::string command = "timeout --preserve-status -s TERM 30 " + std::string(TURNRL_BINARY) + " train --config " + config +
+                              " --nproc 2 --iterations 100000 --out " + root + "/stopped > " + root + "/stopped.log 2>&1";
+  CHECK(WEXITSTATUS(std::system(command.c_str())) == 0);
+  std::ifstream log(root + "/stopped.log");
+  const std::string stopped_log((std::istreambuf_iterator<char>(log)), {});
+  INFO(stopped_log);
+  CHECK(stopped_log.find("[rank 0] [warning] stop requested") != std::string::npos);
+  CHECK(read_json(root + "/stopped/checkpoint/state.json").at("ranks").size() == 2u);
+  CHECK(std::filesystem::exists(root + "/stopped/model/model.safetensors"));
+}
+
+TEST_CASE("ranks fill their own share of a dynamically sampled batch") {
+  const std::string root = "/tmp/turnrl_dp_dynamic_test";
+  std::filesystem::remove_all(root);
+  // The ranks' collections keep different numbers of groups and take different numbers of tries.
+  const std::string config = write_config(root, "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
+                                                "env:\n  id: corridor/short\n  n_env: 8\n  e_len: 6\n  group_size: 4\n"
+                                                "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  invalid_feedback: false\n"
+                                                "ppo:\n  estimator: grpo\n  minibatch: 8\n  epochs: 1\n"
+                                                "reward:\n  manager: episode\n  dynamic_sampling_tries: 3\n"
+                                                "run:\n  iterations: 2\n  eval_every: 10\n  eval_episodes: 1\n");
+  const auto run = run_turnrl("train --config " + config + " --nproc 2 --out " + root + "/run");
+  REQUIRE_MESSAGE(run.exit_code == 0, run.output);
+  const auto metrics = metrics_by_key(root + "/run/metrics.jsonl");
+  for (const std::string key : {"train/1", "train/2"}) {
+    INFO(key);
+    REQUIRE(metrics.count(key) == 1);
+    const nlohmann::json& line = metrics.at(key);
+    const size_t wanted = line.at("groups_wanted"), kept = line.at("groups_kept");
+    CHECK(wanted >= 2u * 8 / 4);  // both ranks' first collections: at least n_env / group_size groups each
+    CHECK(kept <= wanted);
+    CHECK(line.at("sampling_tries").get<int>() <= 3);
+    CHECK(line.at("turns").get<size_t>() <= kept * 4 * 6);
+  }
+}
