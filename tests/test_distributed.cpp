@@ -18,6 +18,7 @@
 #include "agents/model/model_presets.h"
 #include "envs/registry.h"
 #include "test_util.h"
+#include "train_test_util.h"
 #include "trainer/distributed.h"
 #include "trainer/policy_agent.h"
 #include "trainer/ppo_update.h"
@@ -224,21 +225,6 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-/** metrics.jsonl lines by "type/iteration" (or "type/step"), without the wall-clock fields; each key once. */
-std::map<std::string, nlohmann::json> metrics_by_key(const std::string& path) {
-  std::map<std::string, nlohmann::json> lines;
-  std::ifstream in(path);
-  for (std::string text; std::getline(in, text);) {
-    nlohmann::json line = nlohmann::json::parse(text);
-    for (const char* key : {"minutes", "turns_per_s", "rollout_share"}) line.erase(key);
-    const std::string key = line["type"].get<std::string>() + "/" +
-                            std::to_string(line.contains("iteration") ? line["iteration"].get<int>() : line["step"].get<int>());
-    CHECK_MESSAGE(lines.count(key) == 0, key << " twice in " << path);
-    lines[key] = line;
-  }
-  return lines;
-}
-
 }  // namespace
 
 TEST_CASE("a two-rank run resumes from its checkpoint where it stopped") {
@@ -265,8 +251,8 @@ TEST_CASE("a two-rank run resumes from its checkpoint where it stopped") {
   REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
   CHECK(resumed.output.find("resumed from " + root + "/interrupted/checkpoint at iteration 2") != std::string::npos);
 
-  const auto expected = metrics_by_key(root + "/uninterrupted/metrics.jsonl");
-  const auto continued = metrics_by_key(root + "/interrupted/metrics.jsonl");
+  const auto expected = turnrl::test::deterministic_metrics(root + "/uninterrupted/metrics.jsonl");
+  const auto continued = turnrl::test::deterministic_metrics(root + "/interrupted/metrics.jsonl");
   for (const std::string key : {"eval/0", "critic_warmup/0", "train/1", "train/2", "eval/2", "train/3", "train/4", "eval/4"}) {
     INFO(key);
     REQUIRE(expected.count(key) == 1);
@@ -311,7 +297,7 @@ TEST_CASE("ranks fill their own share of a dynamically sampled batch") {
                                                 "run:\n  iterations: 2\n  eval_every: 10\n  eval_episodes: 1\n");
   const auto run = run_turnrl("train --config " + config + " --nproc 2 --out " + root + "/run");
   REQUIRE_MESSAGE(run.exit_code == 0, run.output);
-  const auto metrics = metrics_by_key(root + "/run/metrics.jsonl");
+  const auto metrics = turnrl::test::deterministic_metrics(root + "/run/metrics.jsonl");
   for (const std::string key : {"train/1", "train/2"}) {
     INFO(key);
     REQUIRE(metrics.count(key) == 1);

@@ -265,24 +265,6 @@ TEST_CASE("configs validate every key and name the file and line") {
   CHECK(out_text.find("holds no model") == std::string::npos);
 }
 
-namespace {
-
-/** metrics.jsonl lines by "type/iteration" (or "type/step"), without the wall-clock fields. */
-std::map<std::string, nlohmann::json> deterministic_metrics(const std::string& path) {
-  std::map<std::string, nlohmann::json> lines;
-  std::ifstream in(path);
-  for (std::string text; std::getline(in, text);) {
-    nlohmann::json line = nlohmann::json::parse(text);
-    for (const char* key : {"minutes", "turns_per_s", "rollout_share", "seconds"}) line.erase(key);
-    const std::string key = line["type"].get<std::string>() + "/" +
-                            std::to_string(line.contains("iteration") ? line["iteration"].get<int>() : line["step"].get<int>());
-    lines[key] = line;
-  }
-  return lines;
-}
-
-}  // namespace
-
 TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   const std::string root = "/tmp/turnrl_resume_test";
   std::filesystem::remove_all(root);
@@ -308,8 +290,8 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   interrupted.run.iterations = 4;
   PpoTrainer(interrupted, interrupted.run.out + "/checkpoint").train();
 
-  const auto expected = deterministic_metrics(uninterrupted.run.out + "/metrics.jsonl");
-  const auto resumed = deterministic_metrics(interrupted.run.out + "/metrics.jsonl");
+  const auto expected = turnrl::test::deterministic_metrics(uninterrupted.run.out + "/metrics.jsonl");
+  const auto resumed = turnrl::test::deterministic_metrics(interrupted.run.out + "/metrics.jsonl");
   for (const std::string key : {"train/3", "train/4", "eval/4"}) {
     INFO(key);
     REQUIRE(expected.count(key) == 1);

@@ -2,6 +2,8 @@
 // Helpers for tests that run the trainer: config files and the metrics a run writes.
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,22 @@ inline std::vector<nlohmann::json> metrics_of_type(const std::string& path, cons
   for (std::string text; std::getline(in, text);) {
     nlohmann::json line = nlohmann::json::parse(text);
     if (line["type"] == type) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+/** metrics.jsonl lines by "type/iteration" (or "type/step"), without the wall-clock fields; a key
+ *  written twice (a resume that repeated a line) throws. */
+inline std::map<std::string, nlohmann::json> deterministic_metrics(const std::string& path) {
+  std::map<std::string, nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string text; std::getline(in, text);) {
+    nlohmann::json line = nlohmann::json::parse(text);
+    for (const char* key : {"minutes", "turns_per_s", "rollout_share", "seconds"}) line.erase(key);
+    const std::string key = line["type"].get<std::string>() + "/" +
+                            std::to_string(line.contains("iteration") ? line["iteration"].get<int>() : line["step"].get<int>());
+    if (lines.count(key) > 0) throw std::runtime_error(key + " twice in " + path);
+    lines[key] = line;
   }
   return lines;
 }
