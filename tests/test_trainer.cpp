@@ -266,7 +266,7 @@ TEST_CASE("configs validate every key and name the file and line") {
 }
 
 TEST_CASE("a resumed run continues from the checkpoint's exact state") {
-  const std::string root = "/tmp/turnrl_resume_test";
+  const std::string root = turnrl::test::temp_root("turnrl_resume_test");
   std::filesystem::remove_all(root);
   // Episodes of BabyAI goto outlast e_len = 3, so the checkpoint cuts them mid-episode.
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
@@ -310,7 +310,7 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
 }
 
 TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous checkpoint after an interrupted swap") {
-  const std::string root = "/tmp/turnrl_swap_test";
+  const std::string root = turnrl::test::temp_root("turnrl_swap_test");
   std::filesystem::remove_all(root);
   std::filesystem::create_directories(root + "/checkpoint.old");
   std::ofstream(root + "/checkpoint.old/state.json") << "{}";
@@ -319,7 +319,7 @@ TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous che
   std::ofstream(root + "/checkpoint/state.json") << "{}";
   CHECK(find_checkpoint(root) == root + "/checkpoint");
   CHECK(find_checkpoint(root + "/checkpoint/") == root + "/checkpoint");
-  CHECK_THROWS_AS(find_checkpoint("/tmp/turnrl_swap_test/nothing"), std::invalid_argument);
+  CHECK_THROWS_AS(find_checkpoint(root + "/nothing"), std::invalid_argument);
   std::ofstream(root + "/metrics.jsonl") << R"({"type":"train","iteration":1,"minutes":0.1})" "\n"
                                          << R"({"type":"eval","iteration":2,"minutes":0.2})" "\n"
                                          << R"({"type":"train","iteration":3,"minutes":0.3})" "\n"
@@ -331,7 +331,7 @@ TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous che
 }
 
 TEST_CASE("a run is a model: the final state is saved, and eval --run scores it as the trainer's evaluation does") {
-  const std::string root = "/tmp/turnrl_run_model_test";
+  const std::string root = turnrl::test::temp_root("turnrl_run_model_test");
   std::filesystem::remove_all(root);
   // 3 iterations with checkpoint_every 2: the final iteration must still be saved.
   const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
@@ -378,7 +378,7 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
 }
 
 TEST_CASE("a group estimator trains without the critic on groups sharing their start state") {
-  const std::string root = "/tmp/turnrl_group_test";
+  const std::string root = turnrl::test::temp_root("turnrl_group_test");
   std::filesystem::remove_all(root);
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 8\n  e_len: 4\n  group_size: 2\n"
@@ -415,7 +415,7 @@ TEST_CASE("action tokens: the tokenizer's text ends and the parser's offset agre
 }
 
 TEST_CASE("each layout runs through train, eval --run and play --run with the run's own turn settings") {
-  const std::string root = "/tmp/turnrl_layout_test";
+  const std::string root = turnrl::test::temp_root("turnrl_layout_test");
   std::filesystem::remove_all(root);
   struct Case {
     std::string layout, first_role, marker;
@@ -451,7 +451,7 @@ TEST_CASE("each layout runs through train, eval --run and play --run with the ru
 }
 
 TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rollout records") {
-  const std::string root = "/tmp/turnrl_gigpo_test";
+  const std::string root = turnrl::test::temp_root("turnrl_gigpo_test");
   std::filesystem::remove_all(root);
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: corridor/short\n  n_env: 8\n  e_len: 6\n  group_size: 4\n"
@@ -476,7 +476,7 @@ TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rol
 }
 
 TEST_CASE("dynamic sampling drops groups without signal and refills within its tries") {
-  const std::string root = "/tmp/turnrl_dynamic_test";
+  const std::string root = turnrl::test::temp_root("turnrl_dynamic_test");
   std::filesystem::remove_all(root);
   // The untrained policy finishes corridor/short only now and then: groups whose segments all got
   // the same reward are dropped, the others kept.

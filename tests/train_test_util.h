@@ -4,12 +4,17 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+
+#include <unistd.h>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace turnrl::test {
+
+/** /tmp/NAME_PID: a run folder no other test process (another checkout's ctest) shares. */
+inline std::string temp_root(const std::string& name) { return "/tmp/" + name + "_" + std::to_string(::getpid()); }
 
 /** Writes `text` to /tmp/turnrl_configs/NAME and returns the path. */
 inline std::string write_config(const std::string& name, const std::string& text) {
