@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <deque>
 #include <future>
-#include <limits>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -252,8 +251,9 @@ HttpAgent::HttpAgent(HttpAgentConfig config) : config_(std::move(config)) {
 HttpAgent::~HttpAgent() = default;
 
 void HttpAgent::submit(AgentPrompt prompt, ReplyHandler on_reply) {
-  // OpenAI-compatible servers take a signed 64-bit seed.
-  const uint64_t seed = prompt.seed & static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  // OpenAI-compatible servers take a signed 64-bit seed: its two's-complement image keeps all 64
+  // bits, so `turnrl serve` (which maps it back) samples from the in-process agent's stream.
+  const int64_t seed = static_cast<int64_t>(prompt.seed);
   nlohmann::json body = {
       {"model", config_.model}, {"temperature", config_.temperature}, {"max_tokens", config_.max_tokens}, {"seed", seed}};
   body["messages"] = nlohmann::json::array();

@@ -31,7 +31,7 @@ class HttpAgent : public Agent {
   /** Requests still in flight are answered with an error. */
   ~HttpAgent() override;
   std::string name() const override { return "http:" + config_.model; }
-  /** Sends the request (with the prompt's seed, its low 63 bits, as `seed`) and returns at once;
+  /** Sends the request (with the prompt's seed as `seed`, a signed 64-bit image) and returns at once;
    *  `on_reply` runs on the agent's I/O thread. An error after every attempt, or an HTTP error
    *  other than 429 and 5xx, comes back as AgentResult::error (std::runtime_error). */
   void submit(AgentPrompt prompt, ReplyHandler on_reply) override;

@@ -75,6 +75,12 @@ class Env {
   virtual std::vector<std::string> achievement_names() const { return {}; }
   /** The achievements unlocked so far this episode, in achievement_names() order. */
   virtual std::vector<std::string> unlocked_achievements() const { return {}; }
+  /**
+   * The answer the next reply should give, as text, where the task has one known correct answer
+   * (arith: the result asked for); empty where it has none, or once the episode is over. Training-free
+   * process rewards score a reply by how likely the policy makes this answer after each of its prefixes.
+   */
+  virtual std::string reference_answer() const { return {}; }
 
   /**
    * Canonical bytes of the current state (built with StateWriter), the key GiGPO groups steps by.

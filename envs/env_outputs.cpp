@@ -10,20 +10,33 @@ TextObservation observation_from_json(const nlohmann::json& observation) {
   return {observation.at("long_term").get<std::string>(), observation.at("short_term").get<std::string>()};
 }
 
+namespace {
+
+/** Left out when empty, so the outputs of envs without answers stay as they were. */
+void add_reference_answer(nlohmann::json& outputs, const Env& env) {
+  if (std::string answer = env.reference_answer(); !answer.empty()) outputs["reference_answer"] = std::move(answer);
+}
+
+}  // namespace
+
 nlohmann::json episode_outputs(const Env& env) {
-  return {{"observation", observation_json(env.observe_text())},
-          {"instruction_prompt", env.instruction_prompt()},
-          {"goal", env.goal()},
-          {"max_steps", env.max_steps()},
-          {"progression", env.progression()}};
+  nlohmann::json outputs = {{"observation", observation_json(env.observe_text())},
+                            {"instruction_prompt", env.instruction_prompt()},
+                            {"goal", env.goal()},
+                            {"max_steps", env.max_steps()},
+                            {"progression", env.progression()}};
+  add_reference_answer(outputs, env);
+  return outputs;
 }
 
 nlohmann::json step_outputs(const Env& env, const StepResult& result) {
-  return {{"observation", observation_json(env.observe_text())},
-          {"reward", result.reward},
-          {"terminated", result.terminated},
-          {"truncated", result.truncated},
-          {"progression", env.progression()}};
+  nlohmann::json outputs = {{"observation", observation_json(env.observe_text())},
+                            {"reward", result.reward},
+                            {"terminated", result.terminated},
+                            {"truncated", result.truncated},
+                            {"progression", env.progression()}};
+  add_reference_answer(outputs, env);
+  return outputs;
 }
 
 }  // namespace turnrl::envs

@@ -11,9 +11,11 @@ namespace turnrl::envs {
 nlohmann::json observation_json(const TextObservation& observation);
 TextObservation observation_from_json(const nlohmann::json& observation);
 
-/** What a reset yields: observation, instruction_prompt, goal, max_steps, progression. */
+/** What a reset yields: observation, instruction_prompt, goal, max_steps, progression, and
+ *  reference_answer where the env has one. */
 nlohmann::json episode_outputs(const Env& env);
-/** What a step yields: observation, reward, terminated, truncated, progression. */
+/** What a step yields: observation, reward, terminated, truncated, progression, and
+ *  reference_answer where the env has one. */
 nlohmann::json step_outputs(const Env& env, const StepResult& result);
 
 }  // namespace turnrl::envs

@@ -1,5 +1,5 @@
 #pragma once
-// `turnrl env-server` child processes for the tests (loopback only; every wait is bounded).
+// `turnrl env-server` and `turnrl serve` child processes for the tests (loopback only; every wait is bounded).
 #include <doctest/doctest.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,11 +13,18 @@
 
 namespace turnrl::test {
 
-/** `turnrl env-server` as a child process on loopback: a free port, or `bind` (a restart on a known one). */
+/** A `turnrl` server as a child process on loopback, whose first line is "listening on ADDRESS". */
 class ServerProcess {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit ServerProcess(const std::string& extra_args = "", const std::string& bind = "tcp://127.0.0.1:*") {
+  /** `turnrl <arguments>` (e.g. `serve --model DIR --port 0`). */
+  struct Command {
+    std::string arguments;
+  };
+  /** `turnrl env-server`: a free port, or `bind` (a restart on a known one). */
+  explicit ServerProcess(const std::string& extra_args = "", const std::string& bind = "tcp://127.0.0.1:*")
+      : ServerProcess(Command{"env-server --bind '" + bind + "' --slots 8 " + extra_args}) {}
+  explicit ServerProcess(const Command& command) {
     int out[2];
     REQUIRE(pipe(out) == 0);
     pid_ = fork();
@@ -26,9 +33,8 @@ class ServerProcess {
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       close(out[1]);
-      const std::string command =
-          std::string("exec '") + TURNRL_BINARY + "' env-server --bind '" + bind + "' --slots 8 " + extra_args;
-      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      const std::string line = std::string("exec '") + TURNRL_BINARY + "' " + command.arguments;
+      execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(out[1]);
@@ -47,7 +53,7 @@ class ServerProcess {
     const std::string prefix = "listening on ";
     if (!line.starts_with(prefix)) {
       stop();  // the destructor does not run after a failed constructor
-      FAIL("env-server printed: " << line);
+      FAIL("turnrl " << command.arguments << " printed: " << line);
     }
     endpoint_ = line.substr(prefix.size(), line.find('\n') - prefix.size());
   }

@@ -134,12 +134,14 @@ TEST_CASE("arith: the correct answer sequence gets reward 1") {
       StepResult result;
       for (int answer : answers) {
         CHECK_FALSE(result.terminated);
+        CHECK(env->reference_answer() == std::to_string(answer));  // the answer this turn asks for
         result = env->step(answer);
         total += result.reward;
       }
       CHECK(result.terminated);
       CHECK(total == 1.0);
       CHECK(env->progression() == 1.0);
+      CHECK(env->reference_answer().empty());  // nothing is asked once the episode is over
     }
   }
 }

@@ -189,7 +189,7 @@ TEST_CASE("the batched client steps many slots in one message, as in-process env
 TEST_CASE("RemoteEnv answers the Env interface as the local env does") {
   ServerThread server;
   auto client = std::make_shared<EnvClient>(server.endpoint());
-  for (const std::string id : {"babyai/pickup", "crafter/balrog"}) {
+  for (const std::string id : {"babyai/pickup", "crafter/balrog", "arith/multi"}) {
     INFO(id);
     RemoteEnv remote(client, id);
     auto local = make_env(id);
@@ -214,11 +214,14 @@ TEST_CASE("RemoteEnv answers the Env interface as the local env does") {
     CHECK(remote.render_ascii() == local->render_ascii());
     CHECK(remote.serialize_state() == local->serialize_state());  // binary bytes survive the hex round trip
     CHECK(remote.state_hash() == local->state_hash());
+    CHECK(remote.reference_answer() == local->reference_answer());
     CHECK_THROWS_AS(remote.step(local->num_actions()), std::out_of_range);
-    remote.step(1);
-    local->step(1);
+    const int action = id == "arith/multi" ? std::stoi(local->reference_answer()) : 1;  // arith: a correct step moves the answer on
+    remote.step(action);
+    local->step(action);
     CHECK(remote.observe_text().short_term == local->observe_text().short_term);
     CHECK(remote.progression() == local->progression());
+    CHECK(remote.reference_answer() == local->reference_answer());
   }
 }
 

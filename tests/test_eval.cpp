@@ -62,7 +62,7 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
   const auto tasks = one_task_per_family();
   tools::OpenAiStubServer server([&](int index, const nlohmann::json&) {
     // Alternate a garbled reply with a plain action name of the first family.
-    return tools::StubResponse{200, index % 3 == 0 ? "I am not sure." : "turn left", 0};
+    return tools::ChatStubReply{200, index % 3 == 0 ? "I am not sure." : "turn left", 0};
   });
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

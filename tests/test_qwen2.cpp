@@ -222,6 +222,10 @@ TEST_CASE("scoring matches the forward pass and sampling is seeded") {
   for (size_t t = 0; t < response.size(); ++t) {
     CHECK(std::abs(scored[0][t] - c["token_logprobs"][0][4 + t].get<float>()) < 1e-4);
   }
+  // The shorter response is right-aligned in the batch: its log-probs are those it gets alone.
+  const auto scored_alone = lm->score({ids}, {{7, 8}});
+  REQUIRE(scored[1].size() == 2);
+  for (size_t t = 0; t < 2; ++t) CHECK(std::abs(scored[1][t] - scored_alone[0][t]) < 1e-4);
   SamplingParams params;
   params.max_new_tokens = 12;
   params.seed = 42;

@@ -257,7 +257,7 @@ TEST_CASE("a failed request ends its slot's episode with the default action, log
 TEST_CASE("an HTTP request that times out ends its slot's episode; the other slots go on") {
   tools::OpenAiStubServer server([](int, const nlohmann::json& request) {
     const uint64_t seed = request["seed"];
-    return tools::StubResponse{200, seed % 4 == 0 ? "<action>finish</action>" : "<action>wait</action>", seed % 9 == 0 ? 1500 : 5};
+    return tools::ChatStubReply{200, seed % 4 == 0 ? "<action>finish</action>" : "<action>wait</action>", seed % 9 == 0 ? 1500 : 5};
   });
   agents::HttpAgentConfig http;
   http.base_url = server.base_url();
@@ -525,7 +525,7 @@ TEST_CASE("progress line: episodes, turns, rate and ETA") {
 }
 
 TEST_CASE("episode runner: the progress line comes on a timer while replies are awaited") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json&) { return tools::StubResponse{200, "turn left", 150}; });
+  tools::OpenAiStubServer server([](int, const nlohmann::json&) { return tools::ChatStubReply{200, "turn left", 150}; });
   agents::HttpAgentConfig http;
   http.base_url = server.base_url();
   agents::HttpAgent agent(http);
@@ -653,4 +653,33 @@ TEST_CASE("Agent::submit by default answers at once through act(), errors includ
     CHECK_THROWS_AS(std::rethrow_exception(result.error), std::invalid_argument);
   });
   CHECK(calls == 2);
+}
+
+TEST_CASE("on_turn_finished reports every turn played once, in time order per slot, with its row's final record") {
+  agents::RandomAgent agent;
+  trainer::RolloutConfig config = small_config(false);
+  std::vector<std::pair<size_t, trainer::TurnRecord>> seen;
+  config.on_turn_finished = [&](size_t row, const trainer::TurnRecord& turn) { seen.emplace_back(row, turn); };
+  trainer::Rollout rollout(counting_env, agent, config);
+  for (int c = 0; c < 2; ++c) {
+    seen.clear();
+    const trainer::RolloutBatch batch = rollout.collect();
+    REQUIRE(seen.size() == batch.turns.size());
+    std::set<size_t> rows;
+    std::map<int, int> last_turn_of_slot;
+    for (const auto& [row, turn] : seen) {
+      CHECK(rows.insert(row).second);
+      const trainer::TurnRecord& final_record = batch.turns.at(row);
+      CHECK(turn.episode_id == final_record.episode_id);
+      CHECK(turn.turn_index == final_record.turn_index);
+      CHECK(turn.reply == final_record.reply);
+      CHECK(turn.reward == final_record.reward);
+      CHECK(turn.done() == final_record.done());
+      CHECK(turn.response_ids == final_record.response_ids);
+      // A slot's turns are reported in time order.
+      const int t = static_cast<int>(row) / config.n_env;
+      if (last_turn_of_slot.count(final_record.slot)) CHECK(last_turn_of_slot[final_record.slot] == t - 1);
+      last_turn_of_slot[final_record.slot] = t;
+    }
+  }
 }

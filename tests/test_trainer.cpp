@@ -22,6 +22,7 @@
 #include "trainer/train_config.h"
 #include "test_util.h"
 #include "train_test_util.h"
+#include "tools/stub_http_server.h"
 
 using namespace turnrl::trainer;
 using turnrl::test::metrics_of_type;
@@ -510,4 +511,81 @@ TEST_CASE("dynamic sampling drops groups without signal and refills within its t
   CHECK(all_kept > 0u);
   CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("dynamic-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  dynamic_sampling_tries: 2\n")),
                        doctest::Contains("reward.dynamic_sampling_tries: drops groups without signal"), std::invalid_argument);
+}
+
+TEST_CASE("reward config: managers with process, the process and scorer sections, every key validated") {
+  const std::string base = "model:\n  path: /tmp/x\nenv:\n  id: arith/single\n  group_size: 2\nppo:\n  estimator: rloo\n";
+  auto fails_with = [&](const std::string& name, const std::string& text, const std::string& message) {
+    INFO(name << ": " << message);
+    CHECK_THROWS_WITH_AS(TrainConfig::load(write_config(name, text)), doctest::Contains(message.c_str()), std::invalid_argument);
+  };
+  const TrainConfig process = TrainConfig::load(write_config(
+      "rp.yaml", base + "sampling:\n  max_response_tokens: 4\n  extra_tokens: [So, '.']\n"
+                        "reward:\n  manager: [episode, process]\n  streaming: false\n  process:\n    markers: ['So ', 'Wait,']\n"
+                        "    max_segment_tokens: 12\n    answer_prompt: ' Action'\n    weight: 20\n  scorer:\n    url: http://127.0.0.1:9/score\n"
+                        "    concurrency: 3\n    timeout: 2.5\n    retries: 1\n"));
+  CHECK(process.reward.manager == "episode");
+  CHECK(process.reward.process);
+  CHECK_FALSE(process.reward.streaming);
+  CHECK(process.reward.process_rewards.segmentation.markers == std::vector<std::string>{"So ", "Wait,"});
+  CHECK(process.reward.process_rewards.segmentation.max_segment_tokens == 12u);
+  CHECK(process.reward.process_rewards.answer_prompt == " Action");
+  CHECK(process.reward.process_rewards.weight == 20.0);
+  CHECK(process.sampling.extra_tokens == std::vector<std::string>{"So", "."});
+  CHECK(process.reward.scorer.url == "http://127.0.0.1:9/score");
+  CHECK(process.reward.scorer.concurrency == 3);
+  CHECK(process.reward.scorer.retry.timeout_s == 2.5);
+  CHECK(process.reward.scorer.retry.retries == 1);
+  // The resolved config round-trips, sections and quoted prompt included.
+  const TrainConfig reloaded = TrainConfig::load(write_config("rp2.yaml", process.to_yaml()));
+  CHECK(reloaded.to_yaml() == process.to_yaml());
+  CHECK(reloaded.sampling.extra_tokens == process.sampling.extra_tokens);
+  CHECK(reloaded.reward.process);
+  CHECK(reloaded.reward.process_rewards.answer_prompt == " Action");
+  CHECK(reloaded.reward.scorer.url == process.reward.scorer.url);
+  fails_with("r1.yaml", base + "reward:\n  manager: process\n", "r1.yaml:9: reward.manager: must be env or episode, or a list");
+  fails_with("r12.yaml", base + "reward:\n  manager: [env, process]\n  process:\n    weight: 0\n", "reward.process.weight: must be > 0");
+  fails_with("r2.yaml", base + "reward:\n  manager: [env, episode]\n", "reward.manager: must be env or episode, or a list");
+  fails_with("r3.yaml", base + "reward:\n  manager: [env, critic]\n", "got 'critic'");
+  fails_with("r4.yaml", base + "reward:\n  process:\n    markers: [So]\n", "reward.process: configures process rewards: list process in reward.manager");
+  fails_with("r5.yaml", base + "reward:\n  manager: [env, process]\n  process:\n    max_segment_tokens: 0\n",
+             "reward.process.max_segment_tokens: must be > 0");
+  fails_with("r6.yaml", base + "reward:\n  manager: [env, process]\n  process:\n    answer: x\n", "reward.process.answer: unknown key");
+  fails_with("r7.yaml", base + "reward:\n  scorer:\n    concurrency: 2\n", "reward.scorer.url: is required");
+  fails_with("r8.yaml", base + "reward:\n  scorer:\n    url: https://x/score\n", "reward.scorer.url: http scorer: the URL must start with http://");
+  fails_with("r9.yaml", base + "reward:\n  scorer:\n    url: http://x/s\n    retries: -1\n", "reward.scorer.retries: must be >= 0");
+  fails_with("r10.yaml", "model:\n  path: /tmp/x\nenv:\n  group_size: 2\nppo:\n  estimator: grpo\nreward:\n  manager: [env, process]\n",
+             "process rewards need an estimator that keeps token rewards");
+  fails_with("r11.yaml", base + "sampling:\n  action_tokens_only: false\n  extra_tokens: [So]\n",
+             "sampling.extra_tokens: widens action_tokens_only");
+}
+
+TEST_CASE("process rewards and an external scorer in training: streamed while the batch generates") {
+  const std::string root = "/tmp/turnrl_process_test";
+  std::filesystem::remove_all(root);
+  // The stub scores every turn with its env reward; the episode manager uses those scores as they are.
+  turnrl::tools::StubHttpServer scorer([](int, const std::string&, const nlohmann::json& request) {
+    nlohmann::json scores = nlohmann::json::array();
+    for (const auto& turn : request["turns"]) scores.push_back(turn["env_reward"]);
+    return turnrl::tools::StubReply{200, {{"scores", scores}}, 5};
+  });
+  const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
+                           "env:\n  id: arith/single\n  options: {steps: 1, max_value: 20}\n  n_env: 8\n  e_len: 2\n  group_size: 4\n"
+                           "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  invalid_feedback: false\n"
+                           "sampling:\n  max_response_tokens: 6\n  extra_tokens: [So, Action, .]\n"
+                           "ppo:\n  estimator: rloo\n  minibatch: 8\n  epochs: 1\n"
+                           "reward:\n  manager: [episode, process]\n  process:\n    markers: ['So ']\n    answer_prompt: Action\n"
+                           "  scorer:\n    url: " + scorer.url("/score") + "\n    concurrency: 2\n"
+                           "run:\n  iterations: 2\n  eval_every: 10\n  eval_episodes: 1\n  out: " + root + "/run\n";
+  PpoTrainer(TrainConfig::load(write_config("process.yaml", yaml)), "").train();
+  const std::vector<nlohmann::json> train = metrics_of_type(root + "/run/metrics.jsonl", "train");
+  REQUIRE(train.size() == 2u);
+  for (const nlohmann::json& line : train) {
+    CHECK(std::isfinite(line["policy_loss"].get<double>()));
+    CHECK(line["process_abs_mean"].get<double>() > 0.0);  // replies were segmented and valued
+    CHECK(line["process_s"].get<double>() > 0.0);
+    CHECK(line["scorer_s"].get<double>() > 0.0);
+    CHECK(line.contains("reward_wait_s"));
+  }
+  CHECK(scorer.requests() == 2 * 8 * 2);  // one request per episode (arith/single: one turn each)
 }

@@ -11,6 +11,7 @@ int bench_llm(int argc, char** argv);
 int bench_crafter(int argc, char** argv);
 int bench_rollout(int argc, char** argv);
 int bench_env_server(int argc, char** argv);
+int bench_reward(int argc, char** argv);
 
 /** Runs a reference command (e.g. a Python runner) and returns the `steps_per_sec` of the last
  *  JSON line it prints, or nullopt with a warning when it fails. */

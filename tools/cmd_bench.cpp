@@ -24,6 +24,7 @@ const Benchmark kBenchmarks[] = {
 #ifdef TURNRL_WITH_TORCH
     {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
     {"rollout", "asynchronous (fiber) rollouts vs lock-step: tiny LLM, HTTP agent against a stub", bench_rollout},
+    {"reward", "streaming vs synchronous scoring by an HTTP scorer: share of scorer time hidden", bench_reward},
 #endif
 };
 

@@ -19,6 +19,7 @@ const std::vector<Command>& commands() {
       {"new-model", "write a randomly initialised model folder from a preset", run_new_model},
       {"eval", "evaluation: zero-shot sweeps (BALROG protocol) or a training run's model (--run)", run_eval},
       {"generate", "generate a reply with a model folder (a quick check)", run_generate},
+      {"serve", "serve a model folder with an OpenAI-compatible chat API (continuous batching)", run_serve},
 #endif
   };
   return all;

@@ -1,138 +1,49 @@
 #pragma once
-// A scripted OpenAI-compatible chat server on loopback, for tests and `turnrl bench rollout`:
-// 127.0.0.1 only, an ephemeral port, one I/O thread (delays are timers, so hundreds of requests
-// wait at once), keep-alive connections, and it stops by itself after `idle_s` without a request.
-#include <atomic>
-#include <chrono>
+// A scripted OpenAI-compatible chat server on loopback (`/v1/chat/completions` only), for tests and
+// `turnrl bench rollout`: the stub HTTP server with each scripted answer wrapped as a chat completion.
 #include <functional>
-#include <memory>
 #include <string>
-#include <thread>
+#include <utility>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <nlohmann/json.hpp>
+#include "tools/stub_http_server.h"
 
 namespace turnrl::tools {
 
-struct StubResponse {
+struct ChatStubReply {
   unsigned status = 200;
-  std::string content;        // the assistant message (status 200)
-  int delay_ms = 0;           // wait before answering (latency; client timeouts)
-  bool hang_up = false;       // close the connection after answering, unannounced (a keep-alive timeout)
+  std::string content;  // the assistant message (status 200)
+  int delay_ms = 0;     // wait before answering (latency; client timeouts)
+  bool hang_up = false; // close the connection after answering, unannounced (a keep-alive timeout)
   std::string finish_reason = "stop";
 };
 
-class OpenAiStubServer {
+class OpenAiStubServer : public StubHttpServer {
  public:
   /** Called on the server's thread, one request at a time. */
-  using Script = std::function<StubResponse(int index, const nlohmann::json& request)>;
+  using ChatScript = std::function<ChatStubReply(int index, const nlohmann::json& request)>;
 
-  explicit OpenAiStubServer(Script script, double idle_s = 60.0)
-      : script_(std::move(script)), idle_(std::chrono::milliseconds(static_cast<int>(idle_s * 1000))),
-        acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}), idle_timer_(io_) {
-    port_ = acceptor_.local_endpoint().port();
-    accept();
-    arm_idle_timer();
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~OpenAiStubServer() {
-    io_.stop();
-    thread_.join();
-  }
-  OpenAiStubServer(const OpenAiStubServer&) = delete;
-  OpenAiStubServer& operator=(const OpenAiStubServer&) = delete;
-
-  unsigned short port() const { return port_; }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-  int requests() const { return served_.load(); }
-  int connections() const { return connections_.load(); }
-  /** Most requests being answered at the same time. */
-  int max_in_flight() const { return max_in_flight_.load(); }
+  explicit OpenAiStubServer(ChatScript script, double idle_s = 60.0) : StubHttpServer(as_http(std::move(script)), idle_s) {}
+  std::string base_url() const { return url("/v1"); }
 
  private:
-  using tcp = boost::asio::ip::tcp;
-  struct Session {
-    explicit Session(tcp::socket socket) : socket(std::move(socket)), delay(this->socket.get_executor()) {}
-    tcp::socket socket;
-    boost::beast::flat_buffer buffer;
-    boost::beast::http::request<boost::beast::http::string_body> request;
-    boost::beast::http::response<boost::beast::http::string_body> response;
-    boost::asio::steady_timer delay;
-    bool hang_up = false;
-  };
-
-  void arm_idle_timer() {
-    idle_timer_.expires_after(idle_);
-    idle_timer_.async_wait([this](boost::system::error_code error) {
-      if (!error) io_.stop();  // idle too long
-    });
+  static Script as_http(ChatScript chat) {
+    return [chat = std::move(chat)](int index, const std::string& target, const nlohmann::json& request) {
+      const ChatStubReply scripted = chat(index, request);
+      StubReply reply{scripted.status, nlohmann::json::object(), scripted.delay_ms, scripted.hang_up};
+      if (target != "/v1/chat/completions") {
+        reply.status = 404;
+        reply.body = {{"error", "unknown path"}};
+      } else if (scripted.status == 200) {
+        reply.body = {{"choices",
+                       {{{"index", 0},
+                         {"message", {{"role", "assistant"}, {"content", scripted.content}}},
+                         {"finish_reason", scripted.finish_reason}}}}};
+      } else {
+        reply.body = {{"error", "scripted failure"}};
+      }
+      return reply;
+    };
   }
-
-  void accept() {
-    acceptor_.async_accept([this](boost::system::error_code error, tcp::socket socket) {
-      if (error) return;
-      ++connections_;
-      read(std::make_shared<Session>(std::move(socket)));
-      accept();
-    });
-  }
-
-  void read(const std::shared_ptr<Session>& session) {
-    session->request = {};
-    boost::beast::http::async_read(session->socket, session->buffer, session->request,
-                                   [this, session](boost::system::error_code error, size_t) {
-                                     if (!error) answer(session);
-                                   });
-  }
-
-  void answer(const std::shared_ptr<Session>& session) {
-    namespace http = boost::beast::http;
-    arm_idle_timer();
-    const int index = served_++;
-    const int in_flight = ++in_flight_;
-    if (in_flight > max_in_flight_) max_in_flight_ = in_flight;
-    const auto body = nlohmann::json::parse(session->request.body(), nullptr, false);
-    const StubResponse scripted = script_(index, body);
-    http::response<http::string_body>& response = session->response;
-    response = {static_cast<http::status>(scripted.status), 11};
-    response.set(http::field::content_type, "application/json");
-    if (session->request.target() != "/v1/chat/completions") {
-      response.result(http::status::not_found);
-      response.body() = R"({"error":"unknown path"})";
-    } else if (scripted.status == 200) {
-      response.body() = nlohmann::json{{"choices",
-                                        {{{"index", 0},
-                                          {"message", {{"role", "assistant"}, {"content", scripted.content}}},
-                                          {"finish_reason", scripted.finish_reason}}}}}
-                            .dump();
-    } else {
-      response.body() = R"({"error":"scripted failure"})";
-    }
-    response.keep_alive(session->request.keep_alive());
-    session->hang_up = scripted.hang_up;
-    response.prepare_payload();
-    session->delay.expires_after(std::chrono::milliseconds(scripted.delay_ms));
-    session->delay.async_wait([this, session](boost::system::error_code) {
-      --in_flight_;
-      http::async_write(session->socket, session->response, [this, session](boost::system::error_code error, size_t) {
-        if (!error && session->response.keep_alive() && !session->hang_up) return read(session);
-        session->socket.shutdown(tcp::socket::shutdown_both, error);
-      });
-    });
-  }
-
-  Script script_;
-  std::chrono::milliseconds idle_;
-  boost::asio::io_context io_;
-  tcp::acceptor acceptor_;
-  boost::asio::steady_timer idle_timer_;
-  std::thread thread_;
-  unsigned short port_ = 0;
-  std::atomic<int> served_{0}, in_flight_{0}, max_in_flight_{0}, connections_{0};
 };
 
 }  // namespace turnrl::tools

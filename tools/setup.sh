@@ -25,6 +25,10 @@ PACKAGES=(
   python3 tmux
 )
 
+# The OpenAI Node client test of `turnrl serve` (tests/openai_client) needs node and npm; a Node.js
+# installed another way (e.g. NodeSource's, which bundles npm) is kept as it is.
+if ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi
+
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 missing=()

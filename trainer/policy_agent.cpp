@@ -1,6 +1,7 @@
 #include "trainer/policy_agent.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "agents/llm_agent.h"
 #include "envs/registry.h"
@@ -10,14 +11,25 @@ namespace turnrl::trainer {
 std::vector<int32_t> action_vocabulary(const TrainConfig& config, const agents::Tokenizer& tokenizer) {
   std::vector<int32_t> allowed;
   if (!config.sampling.action_tokens_only) return allowed;
+  const int32_t unknown = tokenizer.token_id("<unk>");
   for (const std::string& id : config.env.ids) {
-    for (const auto& action : envs::family_of(id).actions) {
+    // The actions of the env as configured (arith's depend on its max_value option).
+    const std::unique_ptr<envs::Env> env = envs::make_env(id, config.env.options);
+    for (const auto& action : env->actions()) {
       std::string joined = action.name;
       std::replace(joined.begin(), joined.end(), ' ', '_');
       const int32_t single = tokenizer.token_id(joined);
       const std::vector<int32_t> ids = single >= 0 ? std::vector<int32_t>{single} : tokenizer.encode(action.name);
+      if (unknown >= 0 && std::find(ids.begin(), ids.end(), unknown) != ids.end()) {
+        throw std::invalid_argument("action '" + action.name + "' of " + id + " is not in the model's vocabulary (it encodes to <unk>)");
+      }
       allowed.insert(allowed.end(), ids.begin(), ids.end());
     }
+  }
+  for (const std::string& word : config.sampling.extra_tokens) {
+    const int32_t token = tokenizer.token_id(word);
+    if (token < 0) throw std::invalid_argument("sampling.extra_tokens: '" + word + "' is not one token of the model's vocabulary");
+    allowed.push_back(token);
   }
   if (config.sampling.max_response_tokens > 1) {
     allowed.insert(allowed.end(), tokenizer.stop_ids().begin(), tokenizer.stop_ids().end());

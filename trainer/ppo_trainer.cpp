@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -17,8 +18,10 @@
 #include "trainer/distributed.h"
 #include "trainer/learner_state.h"
 #include "trainer/learning_curve.h"
+#include "trainer/http_scorer.h"
 #include "trainer/policy_agent.h"
 #include "trainer/ppo_update.h"
+#include "trainer/process_scorer.h"
 #include "trainer/reward_stage.h"
 #include "trainer/signal_batch.h"
 #include "trainer/rollout/evaluation.h"
@@ -31,6 +34,36 @@ namespace turnrl::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/** The reward stage's figures over the collections of one iteration, for the metrics. */
+struct RewardTotals {
+  double wait_seconds = 0, scorer_seconds = 0, process_seconds = 0;
+  double process_abs_sum = 0;  // |U| over the process rewards given (segment ends whose U is not 0)
+  size_t process_count = 0;
+
+  void add(const StageRewards& rewards) {
+    wait_seconds += rewards.wait_seconds;
+    scorer_seconds += rewards.scorer_seconds;
+    process_seconds += rewards.process_seconds;
+    for (const auto& row : rewards.process) {
+      for (float u : row) {
+        process_abs_sum += std::abs(u);
+        process_count += u != 0.0f;
+      }
+    }
+  }
+  nlohmann::json metrics(const TrainConfig& c) const {
+    nlohmann::json m = nlohmann::json::object();
+    if (c.reward.scorer.url.empty() && !c.reward.process) return m;  // no stream to wait for
+    m["reward_wait_s"] = wait_seconds;
+    if (!c.reward.scorer.url.empty()) m["scorer_s"] = scorer_seconds;
+    if (c.reward.process) {
+      m["process_s"] = process_seconds;
+      m["process_abs_mean"] = process_count ? process_abs_sum / process_count : 0.0;
+    }
+    return m;
+  }
+};
 
 std::unique_ptr<torch::optim::AdamW> make_optimizer(agents::Qwen2Model& model, double lr, double weight_decay) {
   return std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(weight_decay).eps(1e-5));
@@ -49,6 +82,7 @@ bool on_any_rank(ProcessGroup* ranks, bool flag) {
 struct PpoTrainer::Impl {
   LearnerState learner;
   std::unique_ptr<agents::Agent> sampler, greedy;  // token-level agents over the live actor
+  RewardStreams reward_streams;  // before the rollout, which reports finished turns to them
   std::unique_ptr<Rollout> rollout;
   int iteration = 0;
   double elapsed_before = 0.0;  // seconds spent before a resume
@@ -117,6 +151,19 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
   rollout.run_slots = s.world_size() * c.env.n_env;
   rollout.turn = c.turn;
   rollout.record_state_hashes = l.estimator == Estimator::kGigpo;
+  s.reward_streams.streaming = c.reward.streaming;
+  if (!c.reward.scorer.url.empty()) {
+    const SampleUnit unit = c.reward.manager == "episode" ? SampleUnit::kEpisode : SampleUnit::kTurn;
+    s.reward_streams.scorer = std::make_unique<ScoringStream>(std::make_shared<HttpScorer>(c.reward.scorer),
+                                                              ScoringStreamOptions{unit, c.reward.scorer.concurrency, 1});
+  }
+  if (c.reward.process) {
+    // One worker: its forward passes share the CPU with generation; it takes every reply waiting.
+    s.reward_streams.process = std::make_unique<ScoringStream>(
+        std::make_shared<ProcessRewardScorer>(policy, c.reward.process_rewards, l.allowed_tokens),
+        ScoringStreamOptions{SampleUnit::kTurn, 1, static_cast<size_t>(c.env.n_env)});
+  }
+  rollout.on_turn_finished = s.reward_streams.observer();
   std::shared_ptr<WorkerPool> workers;
   if (!c.env.workers.empty()) {
     const auto ms = [](double seconds) {
@@ -226,11 +273,11 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     if (c.ppo.critic_warmup_iterations > 0 && l.uses_critic()) {
       // Warm-up: one large collection, the critic alone fitted on it several times.
       const RolloutBatch batch = s.rollout->collect(c.env.e_len * c.ppo.critic_warmup_multiplier);
-      const rewards::TurnTokenRewards token_rewards = assign_token_rewards(*l.reward_manager, batch);
+      const StageRewards stage_rewards = assign_token_rewards(*l.reward_manager, batch, &s.reward_streams);
       log_restarts(batch.restarts);
       const size_t max_rows = static_cast<size_t>(s.world_size()) * c.env.n_env * c.env.e_len * 4;
       for (int w = 0; w < c.ppo.critic_warmup_iterations && !stopping(); ++w) {
-        const TrainingTargets targets = compute_targets(l, batch, token_rewards);
+        const TrainingTargets targets = compute_targets(l, batch, stage_rewards);
         const nlohmann::json m = ppo_update(l, batch, targets, false, max_rows);
         if (writer) metrics << nlohmann::json{{"type", "critic_warmup"}, {"step", w}, {"value_loss", m["value_loss"]}}.dump() << "\n";
         spdlog::info("critic warm-up {}/{} | value loss {:.4f}", w + 1, c.ppo.critic_warmup_iterations, m["value_loss"].get<double>());
@@ -255,6 +302,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     std::vector<EpisodeSummary> finished_episodes;
     nlohmann::json sampling = nlohmann::json::object();
     std::vector<EpisodeRestart> restarts;  // of every collection this iteration made
+    RewardTotals reward_totals;
     if (c.reward.dynamic_sampling_tries > 0) {
       // Each rank fills its own share of the batch: the group estimators need no other rank.
       SignalBatch kept = sample_batch_with_signal(
@@ -264,8 +312,9 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
             scored.batch = timed(collect_seconds, [&] { return s.rollout->collect(); });
             log_restarts(scored.batch.restarts);
             restarts.insert(restarts.end(), scored.batch.restarts.begin(), scored.batch.restarts.end());
-            scored.token_rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, scored.batch); });
-            scored.targets = timed(scoring_seconds, [&] { return compute_targets(l, scored.batch, scored.token_rewards); });
+            scored.rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, scored.batch, &s.reward_streams); });
+            reward_totals.add(scored.rewards);
+            scored.targets = timed(scoring_seconds, [&] { return compute_targets(l, scored.batch, scored.rewards); });
             return scored;
           },
           c.reward.dynamic_sampling_tries);
@@ -285,13 +334,16 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       batch = timed(collect_seconds, [&] { return s.rollout->collect(); });
       log_restarts(batch.restarts);
       restarts = batch.restarts;
-      targets = timed(scoring_seconds, [&] { return compute_targets(l, batch, assign_token_rewards(*l.reward_manager, batch)); });
+      const StageRewards stage_rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, batch, &s.reward_streams); });
+      reward_totals.add(stage_rewards);
+      targets = timed(scoring_seconds, [&] { return compute_targets(l, batch, stage_rewards); });
       finished_episodes = batch.finished_episodes;
     }
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
     double update_seconds = 0;
     nlohmann::json m = timed(update_seconds, [&] { return ppo_update(l, batch, targets, true, std::numeric_limits<size_t>::max()); });
     m.update(sampling);
+    m.update(reward_totals.metrics(c));
     ++s.iteration;
     double success = 0, reward = 0;
     for (const auto& e : finished_episodes) {

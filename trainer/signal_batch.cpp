@@ -23,7 +23,7 @@ std::vector<Group> groups_of(const TrainConfig& config, const ScoredCollection& 
     double reward = 0.0;
     for (size_t i : segment.rows) {
       group.rows.push_back(i);
-      for (float r : scored.token_rewards[i]) reward += r;
+      for (float r : scored.rewards.manager[i]) reward += r;
     }
     group.segment_rewards.push_back(reward);
   }

@@ -5,16 +5,17 @@
 // until it holds as many groups with signal as one collection has groups, or the tries run out.
 #include <functional>
 
+#include "trainer/reward_stage.h"
 #include "trainer/rollout/rollout_buffer.h"
-#include "trainer/rewards/reward_manager.h"
 #include "trainer/targets.h"
 
 namespace turnrl::trainer {
 
-/** One collection with its reward-stage rows and training targets. */
+/** One collection with its reward-stage rows and training targets. Groups are judged by their
+ *  manager rewards only (the outcome, as DAPO filters on episode rewards), not process rewards. */
 struct ScoredCollection {
   RolloutBatch batch;
-  rewards::TurnTokenRewards token_rewards;
+  StageRewards rewards;
   TrainingTargets targets;
 };
 

@@ -91,9 +91,9 @@ std::vector<std::optional<float>> bootstrap_values(LearnerState& learner, const 
 }
 
 /** Dual-discount GAE per slot with the critic's values and V(s_T+1) bootstraps; advantages whitened.
- *  Token rewards: the KL penalties plus the reward stage's. */
+ *  Token rewards: the KL penalties plus the reward stage's streams. */
 void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties,
-                 const rewards::TurnTokenRewards& token_rewards, TrainingTargets& t) {
+                 const StageRewards& rewards, TrainingTargets& t) {
   const std::vector<std::optional<float>> bootstrap = bootstrap_values(learner, batch);
   const TrainConfig::Ppo& ppo = learner.config.ppo;
   const GaeParams gae{ppo.step_gamma, ppo.step_lambda, ppo.token_gamma, ppo.token_lambda};
@@ -105,7 +105,9 @@ void gae_targets(LearnerState& learner, const RolloutBatch& batch, const std::ve
       TurnSignals sig;
       sig.values = t.old_values[i];
       sig.rewards = penalties[i];
-      for (size_t k = 0; k < sig.rewards.size(); ++k) sig.rewards[k] += token_rewards[i][k];
+      for (size_t k = 0; k < sig.rewards.size(); ++k) {
+        sig.rewards[k] += rewards.manager[i][k] + (rewards.process.empty() ? 0.0f : rewards.process[i][k]);
+      }
       sig.rewards.push_back(0.0f);  // the state after the last token
       sig.done = batch.turns[i].done();
       value_sum += sig.values.front();
@@ -149,16 +151,20 @@ void scatter(const std::vector<Segment>& segments, const TokenRewards& advantage
   }
 }
 
-/** A critic-free estimator over the collection's episode segments. A turn's last token reward is
- *  the outcome when the episode ends there, every other token reward is a process reward. */
+/** A critic-free estimator over the collection's episode segments. A turn's last manager reward is
+ *  the outcome when the episode ends there; every other manager reward and the process stream's
+ *  rewards are process rewards. */
 void sample_targets(const LearnerState& learner, const RolloutBatch& batch, const std::vector<std::vector<float>>& penalties,
-                    const rewards::TurnTokenRewards& token_rewards, TrainingTargets& t) {
+                    const StageRewards& rewards, TrainingTargets& t) {
   const std::vector<Segment> segments = episode_segments(learner.config, batch);
   std::vector<std::vector<float>> outcome(batch.turns.size()), process(batch.turns.size());
   for (size_t i = 0; i < batch.turns.size(); ++i) {
-    process[i] = token_rewards[i];
+    process[i] = rewards.manager[i];
     outcome[i].assign(process[i].size(), 0.0f);
     if (batch.turns[i].done() && !process[i].empty()) std::swap(outcome[i].back(), process[i].back());
+    if (!rewards.process.empty()) {
+      for (size_t k = 0; k < process[i].size(); ++k) process[i][k] += rewards.process[i][k];
+    }
   }
   SampleRewards samples{per_segment(segments, outcome), per_segment(segments, process), per_segment(segments, penalties)};
   std::vector<uint64_t> keys;
@@ -219,8 +225,13 @@ std::vector<Segment> episode_segments(const TrainConfig& config, const RolloutBa
   return segments;
 }
 
-TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const rewards::TurnTokenRewards& token_rewards) {
-  if (token_rewards.size() != batch.turns.size()) throw std::invalid_argument("compute_targets: one row of token rewards per turn");
+TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const StageRewards& rewards) {
+  if (rewards.manager.size() != batch.turns.size() || (!rewards.process.empty() && rewards.process.size() != batch.turns.size())) {
+    throw std::invalid_argument("compute_targets: one row of token rewards per turn in each stream");
+  }
+  if (learner.estimator == Estimator::kGigpo && !rewards.process.empty()) {
+    throw std::invalid_argument("compute_targets: GiGPO sums each turn's rewards and cannot keep a process stream");
+  }
   torch::NoGradGuard no_grad;
   TrainingTargets t;
   std::vector<std::vector<float>> ref_logprobs;
@@ -229,11 +240,11 @@ TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch
   t.advantages.resize(batch.turns.size());
   t.returns.resize(batch.turns.size());
   if (learner.uses_critic()) {
-    gae_targets(learner, batch, penalties, token_rewards, t);
+    gae_targets(learner, batch, penalties, rewards, t);
   } else if (learner.estimator == Estimator::kGigpo) {
-    gigpo_targets(learner, batch, penalties, token_rewards, t);
+    gigpo_targets(learner, batch, penalties, rewards.manager, t);
   } else {
-    sample_targets(learner, batch, penalties, token_rewards, t);
+    sample_targets(learner, batch, penalties, rewards, t);
   }
   return t;
 }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "trainer/learner_state.h"
-#include "trainer/rewards/reward_manager.h"
+#include "trainer/reward_stage.h"
 #include "trainer/rollout/rollout_buffer.h"
 
 namespace turnrl::trainer {
@@ -30,9 +30,11 @@ struct Segment {
 };
 std::vector<Segment> episode_segments(const TrainConfig& config, const RolloutBatch& batch);
 
-/** `token_rewards`: the reward stage's rows for `batch` (trainer/reward_stage.h). In a data-parallel
- *  run (learner.ranks) each rank passes its own collection; whitening then covers every rank's
- *  (a collective for the estimators that whiten, gae and reinforce++; none for the group ones). */
-TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const rewards::TurnTokenRewards& token_rewards);
+/** `rewards`: the reward stage's rows for `batch` (trainer/reward_stage.h). GAE sums the streams; the
+ *  critic-free estimators normalise the outcome (a done turn's last manager reward) apart from the
+ *  process rewards (every other manager reward and the process stream); GiGPO refuses a process stream.
+ *  In a data-parallel run (learner.ranks) each rank passes its own collection; whitening then covers
+ *  every rank's (a collective for the estimators that whiten, gae and reinforce++; none for the group ones). */
+TrainingTargets compute_targets(LearnerState& learner, const RolloutBatch& batch, const StageRewards& rewards);
 
 }  // namespace turnrl::trainer

@@ -11,6 +11,57 @@
 #include "trainer/rollout/worker_pool.h"
 
 namespace turnrl::trainer {
+namespace {
+
+/** `manager`: env or episode, alone or listed with process. */
+void read_reward_managers(ConfigSection& reward, TrainConfig::Reward& out) {
+  if (!reward.has("manager")) return;
+  std::vector<std::string> names;
+  reward.read_string_list("manager", names);
+  const char* rule = "must be env or episode, or a list of one of them and process (e.g. [episode, process])";
+  std::vector<std::string> outcome;
+  for (const std::string& name : names) {
+    if (name == "process") {
+      if (out.process) reward.fail("manager", "lists process twice");
+      out.process = true;
+    } else if (name == "env" || name == "episode") {
+      outcome.push_back(name);
+    } else {
+      reward.fail("manager", std::string(rule) + ", got '" + name + "'");
+    }
+  }
+  if (outcome.size() != 1) reward.fail("manager", rule);
+  out.manager = outcome.front();
+}
+
+void read_process_rewards(ConfigSection section, rewards::ProcessRewardConfig& out) {
+  section.read_string_list("markers", out.segmentation.markers);
+  for (const std::string& marker : out.segmentation.markers) {
+    if (marker.empty()) section.fail("markers", "must not hold an empty marker");
+  }
+  section.read("max_segment_tokens", out.segmentation.max_segment_tokens, positive<size_t>(), "must be > 0");
+  section.read("answer_prompt", out.answer_prompt);
+  section.read("batch_prefixes", out.batch_prefixes, positive<size_t>(), "must be > 0");
+  section.read("weight", out.weight, positive<double>(), "must be > 0");
+  section.finish();
+}
+
+void read_scorer(ConfigSection section, HttpScorerConfig& out) {
+  section.read("url", out.url);
+  if (out.url.empty()) section.fail("url", "is required (http://host:port/path)");
+  try {
+    agents::HttpUrl::parse(out.url, "http scorer");
+  } catch (const std::invalid_argument& e) {
+    section.fail("url", e.what());
+  }
+  section.read("concurrency", out.concurrency, positive<int>(), "must be > 0");
+  section.read("timeout", out.retry.timeout_s, positive<double>(), "must be > 0 (seconds)");
+  section.read("retries", out.retry.retries, non_negative<int>(), "must be >= 0");
+  section.read("backoff", out.retry.backoff_s, non_negative<double>(), "must be >= 0 (seconds)");
+  section.finish();
+}
+
+}  // namespace
 
 TrainConfig TrainConfig::load(const std::string& path) {
   ConfigSection root(path, load_yaml_file(path), "");
@@ -65,7 +116,11 @@ TrainConfig TrainConfig::load(const std::string& path) {
   sampling.read("top_p", c.sampling.top_p, unit_interval(), "must be in [0, 1]");
   sampling.read("max_response_tokens", c.sampling.max_response_tokens, positive<int>(), "must be > 0");
   sampling.read("action_tokens_only", c.sampling.action_tokens_only);
+  sampling.read_string_list("extra_tokens", c.sampling.extra_tokens);
   sampling.finish();
+  if (!c.sampling.extra_tokens.empty() && !c.sampling.action_tokens_only) {
+    sampling.fail("extra_tokens", "widens action_tokens_only: set sampling.action_tokens_only to true");
+  }
 
   ConfigSection ppo = root.section("ppo");
   ppo.read("actor_lr", c.ppo.actor_lr, positive<double>(), "must be > 0");
@@ -102,15 +157,23 @@ TrainConfig TrainConfig::load(const std::string& path) {
   }
 
   ConfigSection reward = root.section("reward");
-  reward.read("manager", c.reward.manager, one_of({"env", "episode"}), "must be env or episode");
+  read_reward_managers(reward, c.reward);
   reward.read("normalize_by_length", c.reward.normalize_by_length);
   reward.read("dynamic_sampling_tries", c.reward.dynamic_sampling_tries, non_negative<int>(), "must be >= 0 (0: off)");
+  reward.read("streaming", c.reward.streaming);
+  if (reward.has("process") && !c.reward.process) reward.fail("process", "configures process rewards: list process in reward.manager");
+  read_process_rewards(reward.section("process"), c.reward.process_rewards);
+  if (reward.has("scorer")) read_scorer(reward.section("scorer"), c.reward.scorer);
   reward.finish();
   if (c.reward.dynamic_sampling_tries > 0 && !uses_groups(parse_estimator(c.ppo.estimator))) {
     reward.fail("dynamic_sampling_tries", "drops groups without signal: set ppo.estimator to a group estimator (grpo, token_grpo, rloo, gigpo)");
   }
   if (c.reward.normalize_by_length && c.reward.manager != "episode") {
     reward.fail("normalize_by_length", "applies to reward.manager: episode only");
+  }
+  if (c.reward.process && (c.ppo.estimator == "grpo" || c.ppo.estimator == "gigpo")) {
+    reward.fail("manager", "process rewards need an estimator that keeps token rewards (gae, reinforce++, token_grpo, rloo), not " +
+                               c.ppo.estimator + ", which sums each turn's rewards");
   }
 
   ConfigSection run = root.section("run");
@@ -159,7 +222,10 @@ std::string TrainConfig::to_yaml() const {
   out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap << YAML::Key << "temperature" << YAML::Value
       << sampling.temperature << YAML::Key << "top_p" << YAML::Value << sampling.top_p << YAML::Key
       << "max_response_tokens" << YAML::Value << sampling.max_response_tokens << YAML::Key << "action_tokens_only"
-      << YAML::Value << sampling.action_tokens_only << YAML::EndMap;
+      << YAML::Value << sampling.action_tokens_only;
+  // An empty list is no valid value of `extra_tokens` (absent means none), so it is left out.
+  if (!sampling.extra_tokens.empty()) out << YAML::Key << "extra_tokens" << YAML::Value << YAML::Flow << sampling.extra_tokens;
+  out << YAML::EndMap;
   out << YAML::Key << "ppo" << YAML::Value << YAML::BeginMap;
   const std::pair<const char*, double> doubles[] = {
       {"actor_lr", ppo.actor_lr},         {"critic_lr", ppo.critic_lr},     {"weight_decay", ppo.weight_decay},
@@ -173,9 +239,29 @@ std::string TrainConfig::to_yaml() const {
       << YAML::Key << "estimator" << YAML::Value << ppo.estimator << YAML::Key << "critic_warmup_iterations" << YAML::Value
       << ppo.critic_warmup_iterations << YAML::Key << "critic_warmup_multiplier" << YAML::Value
       << ppo.critic_warmup_multiplier << YAML::Key << "gigpo_mean_norm" << YAML::Value << ppo.gigpo_mean_norm << YAML::EndMap;
-  out << YAML::Key << "reward" << YAML::Value << YAML::BeginMap << YAML::Key << "manager" << YAML::Value << reward.manager
-      << YAML::Key << "normalize_by_length" << YAML::Value << reward.normalize_by_length << YAML::Key << "dynamic_sampling_tries"
-      << YAML::Value << reward.dynamic_sampling_tries << YAML::EndMap;
+  out << YAML::Key << "reward" << YAML::Value << YAML::BeginMap << YAML::Key << "manager" << YAML::Value;
+  if (reward.process) {
+    out << YAML::Flow << std::vector<std::string>{reward.manager, "process"};
+  } else {
+    out << reward.manager;
+  }
+  out << YAML::Key << "normalize_by_length" << YAML::Value << reward.normalize_by_length << YAML::Key << "dynamic_sampling_tries"
+      << YAML::Value << reward.dynamic_sampling_tries << YAML::Key << "streaming" << YAML::Value << reward.streaming;
+  if (reward.process) {
+    const rewards::ProcessRewardConfig& process = reward.process_rewards;
+    out << YAML::Key << "process" << YAML::Value << YAML::BeginMap << YAML::Key << "markers" << YAML::Value << YAML::Flow
+        << process.segmentation.markers << YAML::Key << "max_segment_tokens" << YAML::Value << process.segmentation.max_segment_tokens
+        << YAML::Key << "answer_prompt" << YAML::Value << YAML::DoubleQuoted << process.answer_prompt << YAML::Key
+        << "batch_prefixes" << YAML::Value << process.batch_prefixes << YAML::Key << "weight" << YAML::Value << process.weight
+        << YAML::EndMap;
+  }
+  if (!reward.scorer.url.empty()) {
+    out << YAML::Key << "scorer" << YAML::Value << YAML::BeginMap << YAML::Key << "url" << YAML::Value << reward.scorer.url
+        << YAML::Key << "concurrency" << YAML::Value << reward.scorer.concurrency << YAML::Key << "timeout" << YAML::Value
+        << reward.scorer.retry.timeout_s << YAML::Key << "retries" << YAML::Value << reward.scorer.retry.retries << YAML::Key
+        << "backoff" << YAML::Value << reward.scorer.retry.backoff_s << YAML::EndMap;
+  }
+  out << YAML::EndMap;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "iterations" << YAML::Value << run.iterations
       << YAML::Key << "minutes" << YAML::Value << run.minutes << YAML::Key << "seed" << YAML::Value << run.seed << YAML::Key
       << "out" << YAML::Value << run.out << YAML::Key << "checkpoint_every" << YAML::Value << run.checkpoint_every

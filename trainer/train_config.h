@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer/http_scorer.h"
+#include "trainer/rewards/process_reward.h"
 #include "trainer/rollout/turn_settings.h"
 
 namespace turnrl::trainer {
@@ -55,6 +57,9 @@ struct TrainConfig {
     double top_p = 1.0;
     int max_response_tokens = 1;
     bool action_tokens_only = true;  // constrain decoding to the tokens of the action names
+    /** With action_tokens_only: words the policy may emit besides them (a reply format's words),
+     *  each one token of the model's vocabulary. */
+    std::vector<std::string> extra_tokens;
   } sampling;
   struct Ppo {
     double actor_lr = 3e-4, critic_lr = 1e-3, weight_decay = 0.0;
@@ -71,12 +76,18 @@ struct TrainConfig {
     int critic_warmup_iterations = 0;
     int critic_warmup_multiplier = 1;
   } ppo;
-  /** The reward stage between the rollout and the estimator (trainer/rewards/). */
+  /** The reward stage between the rollout and the estimator (trainer/reward_stage.h). */
   struct Reward {
     std::string manager = "env";  // env: each turn's reward on its last token | episode: the episode's sum on its last
+    /** Training-free process rewards besides the manager's (YAML `manager: [env or episode, process]`). */
+    bool process = false;
     bool normalize_by_length = false;  // episode: divide the sum by the episode's turn count
     /** DAPO's dynamic sampling: collections per update at most (0: off; group estimators only). */
     int dynamic_sampling_tries = 0;
+    /** Score each sample as soon as it finishes, while the others generate (false: after the collection). */
+    bool streaming = true;
+    rewards::ProcessRewardConfig process_rewards;  // `process:`
+    HttpScorerConfig scorer;                        // `scorer:` (an empty url: none)
   } reward;
   struct Run {
     int iterations = 100;

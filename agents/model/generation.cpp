@@ -33,8 +33,9 @@ PaddedBatch left_pad(const std::vector<std::vector<int32_t>>& rows, int32_t pad,
   return {ids.to(device), mask.to(device), positions.to(device)};
 }
 
-/** Samples one token from float32 logits; returns (token, log-prob under the sampling distribution). */
-std::pair<int32_t, float> sample(const float* logits, const std::vector<int32_t>& candidates, const SamplingParams& params,
+}  // namespace
+
+std::pair<int32_t, float> sample_token(const float* logits, const std::vector<int32_t>& candidates, const SamplingParams& params,
                                  std::mt19937_64& rng, std::vector<double>& weight, std::vector<int32_t>& order) {
   float max_logit = -INFINITY;
   for (int32_t c : candidates) max_logit = std::max(max_logit, logits[c]);
@@ -81,7 +82,17 @@ std::pair<int32_t, float> sample(const float* logits, const std::vector<int32_t>
   return {candidates[chosen], static_cast<float>(std::log(weight[chosen] / total))};
 }
 
-}  // namespace
+std::vector<int32_t> sampling_candidates(const SamplingParams& params, int64_t vocab) {
+  std::vector<int32_t> candidates = params.allowed_tokens;
+  for (int32_t id : candidates) {
+    if (id < 0 || id >= vocab) throw std::out_of_range("generate: allowed token " + std::to_string(id) + " is outside the vocabulary");
+  }
+  if (candidates.empty()) {
+    candidates.resize(vocab);
+    std::iota(candidates.begin(), candidates.end(), 0);
+  }
+  return candidates;
+}
 
 std::vector<Generation> generate_tokens(Qwen2Model& model, const std::vector<std::vector<int32_t>>& prompts,
                                         const SamplingParams& params, int32_t pad_id, const std::vector<int32_t>& stop_ids) {
@@ -94,14 +105,7 @@ std::vector<Generation> generate_tokens(Qwen2Model& model, const std::vector<std
   const torch::Device device = model->parameters().front().device();
   const int64_t batch = static_cast<int64_t>(prompts.size());
   const int64_t vocab = model->config().vocab_size;
-  std::vector<int32_t> candidates = params.allowed_tokens;
-  for (int32_t id : candidates) {
-    if (id < 0 || id >= vocab) throw std::out_of_range("generate: allowed token " + std::to_string(id) + " is outside the vocabulary");
-  }
-  if (candidates.empty()) {
-    candidates.resize(vocab);
-    std::iota(candidates.begin(), candidates.end(), 0);
-  }
+  const std::vector<int32_t> candidates = sampling_candidates(params, vocab);
   PaddedBatch padded = left_pad(prompts, pad_id, device);
   KVCache cache;
   torch::Tensor hidden = model->forward(padded.ids, padded.positions, padded.mask, &cache);
@@ -131,7 +135,7 @@ std::vector<Generation> generate_tokens(Qwen2Model& model, const std::vector<std
     bool any_running = false;
     for (int64_t b = 0; b < batch; ++b) {
       if (done[b]) continue;
-      const auto [token, logprob] = sample(data + b * vocab, candidates, params, rngs[rngs.size() == 1 ? 0 : b], weight, order);
+      const auto [token, logprob] = sample_token(data + b * vocab, candidates, params, rngs[rngs.size() == 1 ? 0 : b], weight, order);
       out[b].ids.push_back(token);
       out[b].logprobs.push_back(logprob);
       if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {

@@ -1,12 +1,21 @@
 #pragma once
 // Batched generation and response scoring on a Qwen2 module: shared by the LanguageModel facade
 // (acting, evaluation) and the trainer (which owns the modules it optimises). Torch header.
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "agents/model/language_model.h"
 #include "agents/model/qwen2_model.h"
 
 namespace turnrl::agents {
+
+/** The tokens sampling chooses among: `params.allowed_tokens`, or the whole vocabulary. */
+std::vector<int32_t> sampling_candidates(const SamplingParams& params, int64_t vocab);
+/** Samples one token from float32 logits (greedy, temperature, top-k, top-p); returns it with its
+ *  log-prob under the sampling distribution. `weight` and `order` are scratch. */
+std::pair<int32_t, float> sample_token(const float* logits, const std::vector<int32_t>& candidates, const SamplingParams& params,
+                                       std::mt19937_64& rng, std::vector<double>& weight, std::vector<int32_t>& order);
 
 /** Left-padded prompts and their sampled tokens with the KV cache. */
 std::vector<Generation> generate_tokens(Qwen2Model& model, const std::vector<std::vector<int32_t>>& prompts,

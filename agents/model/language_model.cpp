@@ -47,6 +47,10 @@ const Tokenizer& LanguageModel::tokenizer() const {
   return *impl_->tokenizer;
 }
 
+bool LanguageModel::has_tokenizer() const { return impl_->tokenizer.has_value(); }
+const std::vector<int32_t>& LanguageModel::stop_ids() const { return impl_->stop_ids; }
+Qwen2Model& LanguageModel::module() { return impl_->model; }
+
 int64_t LanguageModel::context_length() const { return impl_->model->config().max_position_embeddings; }
 
 int64_t LanguageModel::parameter_count() const {
@@ -67,9 +71,12 @@ std::vector<std::vector<float>> LanguageModel::score(const std::vector<std::vect
   torch::NoGradGuard no_grad;
   const ResponseBatch batch = make_response_batch(prompts, responses, impl_->pad_id, impl_->device);
   const torch::Tensor logprobs = response_logprobs(impl_->model, batch, allowed_tokens).to(torch::kCPU);
+  // Responses are right-aligned in the batch: a shorter one's log-probs are the last columns.
+  const auto table = logprobs.accessor<float, 2>();
   std::vector<std::vector<float>> out(prompts.size());
   for (size_t b = 0; b < prompts.size(); ++b) {
-    for (size_t t = 0; t < responses[b].size(); ++t) out[b].push_back(logprobs[b][static_cast<int64_t>(t)].item<float>());
+    const int64_t offset = batch.response_width - static_cast<int64_t>(responses[b].size());
+    for (size_t t = 0; t < responses[b].size(); ++t) out[b].push_back(table[static_cast<int64_t>(b)][offset + static_cast<int64_t>(t)]);
   }
   return out;
 }

@@ -50,6 +50,11 @@ class LanguageModel {
   void save(const std::string& dir);
 
   const Tokenizer& tokenizer() const;
+  bool has_tokenizer() const;
+  /** Tokens that end a reply: the tokenizer's (none for a bare model folder). */
+  const std::vector<int32_t>& stop_ids() const;
+  /** The decoder itself (torch: include agents/model/qwen2_model.h to use it). */
+  Qwen2Model& module();
   int64_t parameter_count() const;
   /** Positions the model was built for (max_position_embeddings): prompt plus reply must fit. */
   int64_t context_length() const;

@@ -1,9 +1,11 @@
 #include "agents/model/qwen2_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,121 @@ std::pair<torch::Tensor, torch::Tensor> StackedProjections::get(const std::vecto
     versions_ = versions;
   }
   return {weight_, bias_};
+}
+
+std::pair<torch::Tensor, torch::Tensor> KVCache::append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) {
+  if (keys.size() <= layer) {
+    keys.push_back(k);
+    values.push_back(v);
+  } else {
+    keys[layer] = torch::cat({keys[layer], k}, 2);
+    values[layer] = torch::cat({values[layer], v}, 2);
+  }
+  return {keys[layer], values[layer]};
+}
+
+SlotCache::SlotCache(const ModelConfig& config, const torch::TensorOptions& options)
+    : layers_(config.num_hidden_layers), kv_heads_(config.num_key_value_heads), head_dim_(config.head_dim()),
+      max_positions_(config.max_position_embeddings), options_(options) {}
+
+void SlotCache::reserve(int64_t slots, int64_t tokens) {
+  const int64_t have_slots = keys_.empty() ? 0 : keys_.front().size(0), have_tokens = keys_.empty() ? 0 : keys_.front().size(2);
+  if (slots <= have_slots && tokens <= have_tokens) return;
+  const int64_t new_slots = slots <= have_slots ? have_slots : std::max(slots, 2 * have_slots);
+  const int64_t new_tokens = tokens <= have_tokens ? have_tokens : std::min(max_positions_, std::max(tokens, 2 * have_tokens));
+  torch::NoGradGuard no_grad;
+  for (size_t layer = 0; layer < static_cast<size_t>(layers_); ++layer) {
+    for (std::vector<torch::Tensor>* store : {&keys_, &values_}) {
+      torch::Tensor grown = torch::zeros({new_slots, kv_heads_, new_tokens, head_dim_}, options_);
+      if (store->size() > layer) {
+        grown.narrow(0, 0, have_slots).narrow(2, 0, have_tokens).copy_((*store)[layer]);
+        (*store)[layer] = grown;
+      } else {
+        store->push_back(grown);
+      }
+    }
+  }
+}
+
+void SlotCache::move(int64_t from, int64_t to) {
+  const int64_t length = lengths_.at(static_cast<size_t>(from));
+  if (from != to && length > 0) {
+    torch::NoGradGuard no_grad;
+    for (std::vector<torch::Tensor>* store : {&keys_, &values_}) {
+      for (torch::Tensor& layer : *store) layer[to].narrow(1, 0, length).copy_(layer[from].narrow(1, 0, length));
+    }
+  }
+  lengths_.at(static_cast<size_t>(to)) = length;
+  if (from != to) lengths_.at(static_cast<size_t>(from)) = 0;
+}
+
+void SlotCache::clear(int64_t slot) {
+  if (slot < static_cast<int64_t>(lengths_.size())) lengths_[static_cast<size_t>(slot)] = 0;
+}
+
+std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int64_t rows, int64_t step_length,
+                                                               const std::vector<int64_t>& tokens) {
+  TORCH_CHECK(tokens.empty() || static_cast<int64_t>(tokens.size()) == rows, "SlotCache: one token count per row");
+  if (first + rows > static_cast<int64_t>(lengths_.size())) lengths_.resize(static_cast<size_t>(first + rows), 0);
+  step_tokens_.assign(static_cast<size_t>(rows), step_length);
+  int64_t longest = 0;
+  for (int64_t b = 0; b < rows; ++b) {
+    const int64_t length = lengths_[static_cast<size_t>(first + b)];
+    TORCH_CHECK(step_length == 1 || b == 0 || length == longest, "SlotCache: a multi-token step needs slots of equal length");
+    longest = std::max(longest, length);
+    if (!tokens.empty()) {
+      TORCH_CHECK(tokens[static_cast<size_t>(b)] >= 1 && tokens[static_cast<size_t>(b)] <= step_length, "SlotCache: a row's tokens must be 1..L");
+      step_tokens_[static_cast<size_t>(b)] = tokens[static_cast<size_t>(b)];
+    }
+  }
+  const int64_t total = longest + step_length;
+  TORCH_CHECK(total <= max_positions_, "position beyond max_position_embeddings (", max_positions_, ")");
+  reserve(first + rows, total);
+  torch::Tensor positions = torch::empty({rows, step_length}, torch::kInt64);
+  torch::Tensor key_mask = torch::zeros({rows, total}, torch::kBool);
+  auto positions_a = positions.accessor<int64_t, 2>();
+  auto mask_a = key_mask.accessor<bool, 2>();
+  for (int64_t b = 0; b < rows; ++b) {
+    const int64_t length = lengths_[static_cast<size_t>(first + b)];
+    for (int64_t i = 0; i < step_length; ++i) positions_a[b][i] = length + i;
+    for (int64_t j = 0; j < length + step_tokens_[static_cast<size_t>(b)]; ++j) mask_a[b][j] = true;
+  }
+  step_first_ = first;
+  step_rows_ = rows;
+  step_length_ = step_length;
+  step_total_ = total;
+  const torch::Device device = options_.device();
+  return {positions.to(device), key_mask.to(device)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> SlotCache::append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) {
+  torch::Tensor& keys = keys_.at(layer);
+  torch::Tensor& values = values_.at(layer);
+  if (step_length_ == 1) {  // one scatter per layer: row b's token at index lengths[first + b] of its slot
+    std::vector<int64_t> slots(static_cast<size_t>(step_rows_)), at(static_cast<size_t>(step_rows_));
+    for (int64_t b = 0; b < step_rows_; ++b) {
+      slots[static_cast<size_t>(b)] = step_first_ + b;
+      at[static_cast<size_t>(b)] = lengths_[static_cast<size_t>(step_first_ + b)];
+    }
+    const torch::Tensor slot_index = torch::tensor(slots, torch::kInt64).to(keys.device());
+    const torch::Tensor at_index = torch::tensor(at, torch::kInt64).to(keys.device());
+    using torch::indexing::Slice;
+    keys.index_put_({slot_index, Slice(), at_index}, k.squeeze(2));
+    values.index_put_({slot_index, Slice(), at_index}, v.squeeze(2));
+  } else {
+    for (int64_t b = 0; b < step_rows_; ++b) {
+      const int64_t at = lengths_[static_cast<size_t>(step_first_ + b)];
+      keys[step_first_ + b].narrow(1, at, step_length_).copy_(k[b]);
+      values[step_first_ + b].narrow(1, at, step_length_).copy_(v[b]);
+    }
+  }
+  return {keys.narrow(0, step_first_, step_rows_).narrow(2, 0, step_total_),
+          values.narrow(0, step_first_, step_rows_).narrow(2, 0, step_total_)};
+}
+
+void SlotCache::end_step() {
+  for (int64_t b = 0; b < step_rows_; ++b) lengths_[static_cast<size_t>(step_first_ + b)] += step_tokens_[static_cast<size_t>(b)];
+  step_rows_ = 0;
 }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
@@ -63,7 +180,7 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 }  // namespace
 
 torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
-                                          const torch::Tensor& sin, const AttentionMask& mask, KVCache* cache, size_t layer) {
+                                          const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer) {
   const int64_t batch = x.size(0), length = x.size(1);
   const bool fused = !mask.additive.defined();
   torch::Tensor q, k, v;
@@ -84,17 +201,7 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
     q = q * cos + rotate_half(q) * sin;  // cos/sin: [B, 1, L, D]
     k = k * cos + rotate_half(k) * sin;
   }
-  if (cache) {
-    if (cache->keys.size() <= layer) {
-      cache->keys.push_back(k);
-      cache->values.push_back(v);
-    } else {
-      cache->keys[layer] = torch::cat({cache->keys[layer], k}, 2);
-      cache->values[layer] = torch::cat({cache->values[layer], v}, 2);
-    }
-    k = cache->keys[layer];
-    v = cache->values[layer];
-  }
+  if (cache) std::tie(k, v) = cache->append(layer, k, v);
   if (fused) {
     const torch::Tensor out = cpu_kernels::attention(q, k, v, mask.key_mask);
     return torch::addmm(residual.reshape({batch * length, -1}), out.view({batch * length, -1}), o_proj->weight.t())
@@ -155,7 +262,7 @@ Qwen2DecoderLayerImpl::Qwen2DecoderLayerImpl(const ModelConfig& config) {
 }
 
 torch::Tensor Qwen2DecoderLayerImpl::forward(const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                                             const AttentionMask& mask, KVCache* cache, size_t layer) {
+                                             const AttentionMask& mask, KVStore* cache, size_t layer) {
   const torch::Tensor out = self_attn(input_layernorm(h), h, cos, sin, mask, cache, layer);
   return mlp(post_attention_layernorm(out), out);
 }
@@ -198,8 +305,19 @@ Qwen2ModelImpl::Qwen2ModelImpl(const ModelConfig& config, bool with_value_head) 
 
 torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, const torch::Tensor& positions,
                                       const torch::Tensor& key_mask, KVCache* cache) {
+  return run(ids, positions, key_mask, cache ? cache->length() : 0, cache);
+}
+
+torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, SlotCache& cache, int64_t first_slot, const std::vector<int64_t>& tokens) {
+  const auto [positions, key_mask] = cache.begin_step(first_slot, ids.size(0), ids.size(1), tokens);
+  torch::Tensor hidden = run(ids, positions, key_mask, key_mask.size(1) - ids.size(1), &cache);
+  cache.end_step();
+  return hidden;
+}
+
+torch::Tensor Qwen2ModelImpl::run(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& key_mask,
+                                  int64_t past, KVStore* cache) {
   const int64_t batch = ids.size(0), length = ids.size(1);
-  const int64_t past = cache ? cache->length() : 0;
   const int64_t total = past + length;
   TORCH_CHECK(key_mask.size(0) == batch && key_mask.size(1) == total, "key_mask must be [batch, cached + length]");
   TORCH_CHECK(positions.max().item<int64_t>() < config_.max_position_embeddings,

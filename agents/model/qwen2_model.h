@@ -13,11 +13,56 @@
 
 namespace turnrl::agents {
 
-/** Keys and values per layer, [batch, kv_heads, cached_tokens, head_dim]. */
-struct KVCache {
+/** Where a forward pass keeps the keys and values of earlier steps. */
+class KVStore {
+ public:
+  virtual ~KVStore() = default;
+  /** Keeps a step's keys and values [B, kv_heads, L, head_dim] of `layer`; returns everything the
+   *  step attends to, [B, kv_heads, T, head_dim] with the step's own last. */
+  virtual std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) = 0;
+};
+
+/** Keys and values per layer, [batch, kv_heads, cached_tokens, head_dim]: every row has the same
+ *  length (shorter prompts are left-padded). */
+struct KVCache : KVStore {
   std::vector<torch::Tensor> keys;
   std::vector<torch::Tensor> values;
   int64_t length() const { return keys.empty() ? 0 : keys.front().size(2); }
+  std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) override;
+};
+
+/**
+ * One cache slot per sequence, for continuous batching: per layer [slots, kv_heads, capacity,
+ * head_dim] and a length per slot. A slot's cache index is its token's position, so sequences of
+ * different lengths share a decoding step without padding to the longest one. Both dimensions grow
+ * on demand (geometrically, contents kept).
+ */
+class SlotCache : public KVStore {
+ public:
+  SlotCache(const ModelConfig& config, const torch::TensorOptions& options);
+  /** Moves slot `from` into slot `to` (a finished sequence's place); `from` ends empty. */
+  void move(int64_t from, int64_t to);
+  /** Empties a slot (its sequence finished). */
+  void clear(int64_t slot);
+
+  /** Rows b of a step [B, L] continue slots first + b with `tokens[b]` real tokens each (empty: all
+   *  L), right-padded to L. Returns their positions [B, L] and the key mask [B, T]. L > 1 (a
+   *  prefill) needs slots of equal length, as the causal rule puts query i at T - L + i. */
+  std::pair<torch::Tensor, torch::Tensor> begin_step(int64_t first, int64_t rows, int64_t step_length,
+                                                     const std::vector<int64_t>& tokens = {});
+  std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) override;
+  /** The step's real tokens count as cached (padding written beyond them is masked, then overwritten). */
+  void end_step();
+
+ private:
+  void reserve(int64_t slots, int64_t tokens);
+
+  int64_t layers_, kv_heads_, head_dim_, max_positions_;
+  torch::TensorOptions options_;
+  std::vector<torch::Tensor> keys_, values_;
+  std::vector<int64_t> lengths_;
+  int64_t step_first_ = 0, step_rows_ = 0, step_length_ = 0, step_total_ = 0;
+  std::vector<int64_t> step_tokens_;
 };
 
 /** Which keys each query sees: causal over cache indices, real tokens only. */
@@ -58,7 +103,7 @@ class Qwen2AttentionImpl : public torch::nn::Module {
   explicit Qwen2AttentionImpl(const ModelConfig& config);
   /** residual + attention(x): the sum comes out of the output projection's product (BLAS beta = 1). */
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
-                        const torch::Tensor& sin, const AttentionMask& mask, KVCache* cache, size_t layer);
+                        const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -83,7 +128,7 @@ class Qwen2DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit Qwen2DecoderLayerImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const AttentionMask& mask, KVCache* cache, size_t layer);
+                        const AttentionMask& mask, KVStore* cache, size_t layer);
   Qwen2Attention self_attn{nullptr};
   Qwen2MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -114,6 +159,9 @@ class Qwen2ModelImpl : public torch::nn::Module {
    */
   torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& key_mask,
                         KVCache* cache = nullptr);
+  /** Ids [B, L] continuing cache slots first_slot + b, row b's first `tokens[b]` real (empty: all;
+   *  see SlotCache::begin_step); appends to them. */
+  torch::Tensor forward(const torch::Tensor& ids, SlotCache& cache, int64_t first_slot, const std::vector<int64_t>& tokens = {});
   /** Float32 logits [B, L, V] (tied models use the embedding matrix). */
   torch::Tensor logits(const torch::Tensor& hidden);
   /** Per-token values [B, L]; requires the value head. */
@@ -133,6 +181,10 @@ class Qwen2ModelImpl : public torch::nn::Module {
   torch::nn::Linear value_head{nullptr};
 
  private:
+  /** The layers over ids [B, L]; `past` cache entries precede the step in every row. */
+  torch::Tensor run(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& key_mask, int64_t past,
+                    KVStore* cache);
+
   ModelConfig config_;
   torch::Tensor cos_table_, sin_table_;  // [max_positions, head_dim], float32
 };

@@ -407,17 +407,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, std::vector<uint32_t>* token_ends) const {
   std::string out;
   if (token_ends) token_ends->clear();
-  const bool words = impl_->model == Impl::Model::kWordLevel;
   for (int32_t id : ids) {
-    if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_text.size()) {
-      throw std::out_of_range("tokenizer: token id " + std::to_string(id) + " is outside the vocabulary");
-    }
-    const std::string& text = impl_->id_to_text[id];
-    // Word-level texts are joined by spaces, except that punctuation sticks to the word before it,
-    // so "ACTION" ":" reads "ACTION:" (the marker the reply parser looks for), as it was written.
-    const bool punctuation = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::ispunct(static_cast<unsigned char>(c)); });
-    if (words && !out.empty() && !punctuation) out.push_back(' ');
-    out += text;
+    if (space_before(id) && !out.empty()) out.push_back(' ');  // space_before checks the id's range
+    out += impl_->id_to_text[id];
     if (token_ends) token_ends->push_back(static_cast<uint32_t>(out.size()));
   }
   return out;
@@ -439,6 +431,14 @@ std::vector<int32_t> Tokenizer::encode_chat(const std::vector<memory::ChatMessag
 
 const std::vector<int32_t>& Tokenizer::stop_ids() const { return impl_->stop; }
 int32_t Tokenizer::pad_id() const { return impl_->pad; }
+bool Tokenizer::space_before(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_text.size()) {
+    throw std::out_of_range("tokenizer: token id " + std::to_string(id) + " is outside the vocabulary");
+  }
+  if (impl_->model != Impl::Model::kWordLevel) return false;
+  const std::string& text = impl_->id_to_text[id];
+  return text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return std::ispunct(static_cast<unsigned char>(c)); });
+}
 size_t Tokenizer::vocab_size() const { return impl_->id_to_text.size(); }
 
 int32_t Tokenizer::token_id(std::string_view token) const {
@@ -460,6 +460,8 @@ void copy_tokenizer_files(const std::string& from_dir, const std::string& to_dir
 }
 
 std::string StreamingDecoder::push(int32_t id) {
+  if (started_ && tokenizer_.space_before(id)) pending_.push_back(' ');
+  started_ = true;
   pending_ += tokenizer_.decode({id});
   // Emit everything up to the last complete UTF-8 character.
   size_t keep = 0;

@@ -40,6 +40,10 @@ class Tokenizer {
   const std::vector<int32_t>& stop_ids() const;
   int32_t pad_id() const;
   size_t vocab_size() const;
+  /** Whether decoding puts a space before token `id` when text precedes it: word-level
+   *  vocabularies join words with spaces, except before punctuation ("ACTION" ":" reads "ACTION:",
+   *  the marker the reply parser looks for); byte-level tokens carry their own spaces. */
+  bool space_before(int32_t id) const;
   /** Id of an exact token string, or -1. */
   int32_t token_id(std::string_view token) const;
 
@@ -66,6 +70,7 @@ class StreamingDecoder {
  private:
   const Tokenizer& tokenizer_;
   std::string pending_;
+  bool started_ = false;
 };
 
 }  // namespace turnrl::agents

@@ -114,6 +114,11 @@ std::string ArithEnv::render_ascii() const {
 
 double ArithEnv::progression() const { return static_cast<double>(solved_) / steps_; }
 
+std::string ArithEnv::reference_answer() const {
+  const std::vector<int> answers = correct_answers();
+  return answers.empty() ? std::string() : std::to_string(answers.front());
+}
+
 std::string ArithEnv::serialize_state() const {
   require_reset();
   StateWriter out;

@@ -43,6 +43,8 @@ class ArithEnv final : public Env {
   TextObservation observe_text() const override;
   std::string render_ascii() const override;
   double progression() const override;
+  /** The next correct answer (correct_answers()'s first), as text; empty once the episode is over. */
+  std::string reference_answer() const override;
   /** The problem, the operations solved, whether the last answer was wrong, whether it is over. */
   std::string serialize_state() const override;
 

@@ -380,7 +380,8 @@ std::vector<EpisodeStart> decode_episode_starts(const json& body) {
     for (const json& result : body.at("results")) {
       starts.push_back({json_integer<int>(result.at("slot")), observation_from_json(result.at("observation")),
                         result.at("instruction_prompt").get<std::string>(), result.at("goal").get<std::string>(),
-                        json_integer<int>(result.at("max_steps")), result.at("progression").get<double>()});
+                        json_integer<int>(result.at("max_steps")), result.at("progression").get<double>(),
+                        result.value("reference_answer", std::string())});
     }
     return starts;
   });
@@ -396,6 +397,7 @@ std::vector<StepOutcome> decode_step_outcomes(const json& body) {
                         result.at("truncated").get<bool>()};
       outcome.observation = observation_from_json(result.at("observation"));
       outcome.progression = result.at("progression").get<double>();
+      outcome.reference_answer = result.value("reference_answer", std::string());
       outcomes.push_back(std::move(outcome));
     }
     return outcomes;

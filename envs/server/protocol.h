@@ -109,6 +109,7 @@ struct EpisodeStart {
   std::string goal;
   int max_steps = 0;
   double progression = 0.0;
+  std::string reference_answer;  // Env::reference_answer() (absent from the reply when empty)
 };
 /** What a step returns. */
 struct StepOutcome {
@@ -116,6 +117,7 @@ struct StepOutcome {
   StepResult result;
   TextObservation observation;
   double progression = 0.0;
+  std::string reference_answer;  // Env::reference_answer() (absent from the reply when empty)
 };
 
 // Server side: reply bodies (objects) and their envelope.

@@ -28,6 +28,7 @@ void RemoteEnv::reset(uint64_t seed) {
   episode_ = std::make_unique<EpisodeStart>(std::move(starts.front()));
   observation_ = episode_->observation;
   progression_ = episode_->progression;
+  reference_answer_ = episode_->reference_answer;
 }
 
 StepResult RemoteEnv::step(int action) {
@@ -37,6 +38,7 @@ StepResult RemoteEnv::step(int action) {
   if (outcomes.size() != 1) throw ServerError("env server: a step reply for one slot holds " + std::to_string(outcomes.size()));
   observation_ = std::move(outcomes.front().observation);
   progression_ = outcomes.front().progression;
+  reference_answer_ = std::move(outcomes.front().reference_answer);
   return outcomes.front().result;
 }
 
@@ -58,6 +60,11 @@ std::string RemoteEnv::serialize_state() const {
 double RemoteEnv::progression() const {
   episode();
   return progression_;
+}
+
+std::string RemoteEnv::reference_answer() const {
+  episode();
+  return reference_answer_;
 }
 
 const EpisodeStart& RemoteEnv::episode() const {

@@ -39,6 +39,7 @@ class RemoteEnv final : public Env {
   std::string render_ascii() const override;
   std::string serialize_state() const override;
   double progression() const override;
+  std::string reference_answer() const override;
 
  private:
   const EpisodeStart& episode() const;
@@ -48,6 +49,7 @@ class RemoteEnv final : public Env {
   std::unique_ptr<EpisodeStart> episode_;  // null until the first reset
   TextObservation observation_;
   double progression_ = 0.0;
+  std::string reference_answer_;
 };
 
 }  // namespace turnrl::envs::server

@@ -5,9 +5,25 @@
 // reward, placed on the segment's last token. The outcome reward stays on the reply's last token, in
 // its own stream, so that the two can be normalised separately.
 #include <cstddef>
+#include <string>
 #include <vector>
 
+#include "trainer/rewards/segmentation.h"
+
 namespace turnrl::trainer::rewards {
+
+/** How replies are valued in training (trainer/process_scorer.h; the `reward.process` config section). */
+struct ProcessRewardConfig {
+  SegmentationConfig segmentation;
+  /** Text after a prefix that forces an answer now (its tokens, then the answer's, are scored); the
+   *  answer is encoded on its own, so end the prompt where the tokenizer starts a new token. */
+  std::string answer_prompt = "\nThe answer is ";
+  /** Prefixes per forward pass at most. */
+  size_t batch_prefixes = 64;
+  /** Multiplies every U_i. Log-probability changes are small (~0.01) beside a 0-1 outcome; estimators
+   *  that rescale each stream (grpo-style) do not need it, those that only baseline it (rloo) do. */
+  double weight = 1.0;
+};
 
 /** V(prefix): the mean of the answer tokens' log-probabilities (std::invalid_argument when empty). */
 double prefix_value(const std::vector<double>& answer_token_logprobs);

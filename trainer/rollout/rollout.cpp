@@ -161,6 +161,7 @@ void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatch
     TurnOutcome outcome;
     try {
       if (config_.record_state_hashes) record.state_hash = slot.env->env().state_hash();
+      record.reference_answer = slot.env->env().reference_answer();
       if (result.error) {
         record.agent_error = error_message(result.error);
         spdlog::error("slot {}: agent {} gave no reply ({}); episode {} ends with the default action", index, agent_.name(),
@@ -183,6 +184,7 @@ void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatch
       progress.add_episode();
       end_episode(index, batch, outcome);
     }
+    if (config_.on_turn_finished) config_.on_turn_finished(row, record);
     ++t;
   }
   if (unfinished && !stopping()) {

@@ -66,6 +66,14 @@ struct RolloutConfig {
   bool normalize_reward_by_length = false;
   /** Record each turn's Env::state_hash() before its action (GiGPO's anchor states). */
   bool record_state_hashes = false;
+  /**
+   * Observer of finished turns (the streaming reward stage sends samples to its workers from here):
+   * called once per turn played, as soon as its record is complete, on the thread that runs collect(),
+   * with the turn's row in the collection being built. A turn whose env was lost is not played and not
+   * reported. Must return quickly and copy what it keeps: a later lost env may still mark the row of
+   * its episode's last turn truncated (the record is final otherwise). Empty: no observer.
+   */
+  std::function<void(size_t row, const TurnRecord& turn)> on_turn_finished;
 };
 
 /** The first response token whose text reaches past `action_begin` (the reply's byte offset where

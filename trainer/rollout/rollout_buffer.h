@@ -27,6 +27,8 @@ struct TurnRecord {
   int action_token_start = 0;
   /** Env::state_hash() of the state the action was chosen in (when the rollout records them). */
   std::string state_hash;
+  /** Env::reference_answer() when the reply was asked for (empty where the env knows none). */
+  std::string reference_answer;
   /** Env reward of the step (or the invalid-action penalty), scaled by 1/episode length for
    *  finished episodes when normalisation is on. It belongs on the last response token. */
   double reward = 0.0;

@@ -43,6 +43,7 @@ class WorkerEnv final : public envs::Env {
   std::string render_ascii() const override;
   std::string serialize_state() const override;
   double progression() const override { return remote_->progression(); }
+  std::string reference_answer() const override { return remote_->reference_answer(); }
 
  private:
   /** The workers that answered one placement of this env with an error, and what they said. */

@@ -1,0 +1,273 @@
+#include "agents/model/continuous_batcher.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <random>
+#include <stdexcept>
+
+#include "agents/model/generation.h"
+#include "agents/model/qwen2_model.h"
+
+namespace turnrl::agents {
+namespace {
+
+/** Padded tokens of one prefill pass at most (its activations' size); a longer prompt goes alone. */
+constexpr int64_t kPrefillTokens = 8192;
+
+/** Length of the longest tail of `text` that begins one of `stops` (it may still become a stop). */
+size_t stop_prefix_tail(const std::string& text, const std::vector<std::string>& stops) {
+  size_t tail = 0;
+  for (const std::string& stop : stops) {
+    for (size_t k = std::min(stop.size() - 1, text.size()); k > tail; --k) {
+      if (text.compare(text.size() - k, k, stop, 0, k) == 0) {
+        tail = k;
+        break;
+      }
+    }
+  }
+  return tail;
+}
+
+}  // namespace
+
+struct ContinuousBatcher::Impl {
+  struct Sequence {
+    GenerationRequest request;
+    std::mt19937_64 rng;
+    std::vector<int32_t> allowed;  // the request's own candidates (empty: the whole vocabulary)
+    int max_new_tokens = 0;
+    std::unique_ptr<StreamingDecoder> decoder;  // (holds a reference: not assignable in place)
+    size_t emitted = 0;  // bytes of result.text passed to on_text
+    GenerationResult result;
+  };
+
+  Impl(LanguageModel& model, int max_batch)
+      : model(model), module(model.module()), max_batch(max_batch),
+        cache(module->config(), module->parameters().front().options().requires_grad(false)),
+        vocabulary(sampling_candidates({}, module->config().vocab_size)) {
+    if (max_batch < 1) throw std::invalid_argument("continuous batching: max_batch must be >= 1");
+  }
+
+  /** Records a sampled token; returns true when the sequence is finished. */
+  bool accept(Sequence& sequence, int32_t token, float logprob) {
+    GenerationResult& result = sequence.result;
+    result.generation.ids.push_back(token);
+    result.generation.logprobs.push_back(logprob);
+    const std::vector<int32_t>& stops = model.stop_ids();
+    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+      result.generation.stopped = true;
+      return finish(sequence, "stop");
+    }
+    const std::vector<std::string>& stop_strings = sequence.request.stop;
+    if (sequence.decoder) {
+      const size_t before = result.text.size();
+      result.text += sequence.decoder->push(token);
+      size_t longest = 0;
+      for (const std::string& stop : stop_strings) longest = std::max(longest, stop.size());
+      const size_t from = before >= longest ? before - longest + 1 : 0;
+      size_t found = std::string::npos;
+      for (const std::string& stop : stop_strings) found = std::min(found, result.text.find(stop, from));
+      if (found != std::string::npos) {
+        result.text.resize(found);
+        return finish(sequence, "stop");
+      }
+    }
+    if (static_cast<int>(result.generation.ids.size()) >= sequence.max_new_tokens) return finish(sequence, "length");
+    if (sequence.request.on_text) {
+      const size_t ready = result.text.size() - stop_prefix_tail(result.text, stop_strings);
+      if (ready > sequence.emitted) {
+        const bool go_on = sequence.request.on_text(result.text.substr(sequence.emitted, ready - sequence.emitted));
+        sequence.emitted = ready;
+        if (!go_on) return finish(sequence, "cancelled");
+      }
+    }
+    return false;
+  }
+
+  bool finish(Sequence& sequence, const char* reason) {
+    GenerationResult& result = sequence.result;
+    result.finish_reason = reason;
+    // A stop string cut the text; otherwise the decoder's held-back bytes belong to it.
+    if (sequence.decoder && !(result.finish_reason == "stop" && !result.generation.stopped)) result.text += sequence.decoder->finish();
+    if (sequence.request.on_text && result.finish_reason != "cancelled" && result.text.size() > sequence.emitted) {
+      sequence.request.on_text(result.text.substr(sequence.emitted));
+      sequence.emitted = result.text.size();
+    }
+    return true;
+  }
+
+  std::pair<int32_t, float> sample(Sequence& sequence, const float* logits) {
+    const std::vector<int32_t>& candidates = sequence.allowed.empty() ? vocabulary : sequence.allowed;
+    return sample_token(logits, candidates, sequence.request.params, sequence.rng, weight, order);
+  }
+
+  static void fail(Sequence& sequence, const std::exception_ptr& error, std::vector<Sequence>& done) {
+    sequence.result.error = error;
+    done.push_back(std::move(sequence));
+  }
+
+  /** Prefills waiting requests into free slots while the batch has room: a group of prompts in one
+   *  forward pass, right-padded to its longest (each row's causal keys are its own tokens only). */
+  void admit(std::vector<Sequence>& done) {
+    torch::NoGradGuard no_grad;
+    while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
+      const int64_t first = static_cast<int64_t>(running.size());
+      std::vector<int64_t> lengths;
+      int64_t longest = 0;
+      while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
+        const int64_t length = static_cast<int64_t>(waiting.front().request.prompt.size());
+        const int64_t wider = std::max(longest, length);
+        if (!lengths.empty() && wider * static_cast<int64_t>(lengths.size() + 1) > kPrefillTokens) break;
+        longest = wider;
+        lengths.push_back(length);
+        cache.clear(static_cast<int64_t>(running.size()));
+        running.push_back(std::move(waiting.front()));
+        waiting.pop_front();
+      }
+      const int64_t rows = static_cast<int64_t>(lengths.size());
+      std::vector<bool> finished(running.size(), false);
+      try {
+        torch::Tensor ids = torch::zeros({rows, longest}, torch::kInt64);  // padding: any id, masked
+        auto ids_a = ids.accessor<int64_t, 2>();
+        for (int64_t b = 0; b < rows; ++b) {
+          const std::vector<int32_t>& prompt = running[static_cast<size_t>(first + b)].request.prompt;
+          for (size_t t = 0; t < prompt.size(); ++t) ids_a[b][static_cast<int64_t>(t)] = prompt[t];
+        }
+        const torch::Tensor hidden = module->forward(ids.to(device()), cache, first, lengths);
+        const torch::Tensor last = torch::tensor(lengths, torch::kInt64).sub_(1).to(device());
+        const torch::Tensor logits =
+            module->logits(hidden.index({torch::arange(rows, last.options()), last})).to(torch::kCPU).contiguous();
+        const float* data = logits.data_ptr<float>();
+        for (int64_t b = 0; b < rows; ++b) {
+          Sequence& sequence = running[static_cast<size_t>(first + b)];
+          const auto [token, logprob] = sample(sequence, data + b * logits.size(1));
+          finished[static_cast<size_t>(first + b)] = accept(sequence, token, logprob);
+        }
+      } catch (...) {
+        const std::exception_ptr error = std::current_exception();
+        for (int64_t slot = first; slot < first + rows; ++slot) {
+          cache.clear(slot);
+          fail(running[static_cast<size_t>(slot)], error, done);
+        }
+        running.resize(static_cast<size_t>(first));
+        continue;
+      }
+      remove_finished(finished, done);
+    }
+  }
+
+  /** One token for every running sequence. */
+  void decode(std::vector<Sequence>& done) {
+    if (running.empty()) return;
+    torch::NoGradGuard no_grad;
+    const int64_t batch = static_cast<int64_t>(running.size());
+    std::vector<int64_t> last(static_cast<size_t>(batch));
+    for (int64_t b = 0; b < batch; ++b) last[static_cast<size_t>(b)] = running[static_cast<size_t>(b)].result.generation.ids.back();
+    std::vector<bool> finished(static_cast<size_t>(batch), false);
+    try {
+      const torch::Tensor ids = torch::tensor(last, torch::kInt64).view({batch, 1}).to(device());
+      const torch::Tensor hidden = module->forward(ids, cache, 0);
+      const torch::Tensor logits = module->logits(hidden.select(1, 0)).to(torch::kCPU).contiguous();
+      const float* data = logits.data_ptr<float>();
+      for (int64_t b = 0; b < batch; ++b) {
+        Sequence& sequence = running[static_cast<size_t>(b)];
+        const auto [token, logprob] = sample(sequence, data + b * logits.size(1));
+        finished[static_cast<size_t>(b)] = accept(sequence, token, logprob);
+      }
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      for (int64_t b = 0; b < batch; ++b) cache.clear(b);
+      for (Sequence& sequence : running) fail(sequence, error, done);
+      running.clear();
+      return;
+    }
+    remove_finished(finished, done);
+  }
+
+  /** Finished sequences leave the batch, the last slot moving into each gap. */
+  void remove_finished(const std::vector<bool>& finished, std::vector<Sequence>& done) {
+    for (int64_t b = static_cast<int64_t>(finished.size()) - 1; b >= 0; --b) {  // from the back: the moved-in last one is never finished
+      if (!finished[static_cast<size_t>(b)]) continue;
+      const int64_t back = static_cast<int64_t>(running.size()) - 1;
+      done.push_back(std::move(running[static_cast<size_t>(b)]));
+      if (b != back) {
+        cache.move(back, b);
+        running[static_cast<size_t>(b)] = std::move(running.back());
+      } else {
+        cache.clear(b);
+      }
+      running.pop_back();
+    }
+  }
+
+  torch::Device device() const { return module->parameters().front().device(); }
+
+  LanguageModel& model;
+  Qwen2Model& module;
+  int max_batch;
+  SlotCache cache;
+  std::vector<int32_t> vocabulary;
+  std::deque<Sequence> waiting;
+  std::vector<Sequence> running;  // running[i] decodes in cache slot i
+  std::vector<double> weight;     // sampling scratch
+  std::vector<int32_t> order;
+};
+
+ContinuousBatcher::ContinuousBatcher(LanguageModel& model, int max_batch) : impl_(std::make_unique<Impl>(model, max_batch)) {}
+ContinuousBatcher::~ContinuousBatcher() = default;
+
+size_t ContinuousBatcher::waiting() const { return impl_->waiting.size(); }
+size_t ContinuousBatcher::running() const { return impl_->running.size(); }
+
+void ContinuousBatcher::check(const GenerationRequest& request) const {
+  const int64_t context = impl_->model.context_length(), vocab = impl_->module->config().vocab_size;
+  if (request.prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
+  if (static_cast<int64_t>(request.prompt.size()) >= context) {
+    throw std::invalid_argument("generate: a prompt of " + std::to_string(request.prompt.size()) +
+                                " tokens leaves no room for a reply in the model's context of " + std::to_string(context));
+  }
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= vocab) throw std::invalid_argument("generate: prompt token " + std::to_string(id) + " is outside the vocabulary");
+  }
+  if (request.params.max_new_tokens < 1) throw std::invalid_argument("generate: max_new_tokens must be >= 1");
+  if (!request.stop.empty() && !impl_->model.has_tokenizer()) throw std::invalid_argument("generate: stop strings need a tokenizer");
+  for (const std::string& stop : request.stop) {
+    if (stop.empty()) throw std::invalid_argument("generate: a stop string is empty");
+  }
+  if (!request.on_done) throw std::invalid_argument("generate: a request needs on_done");
+}
+
+void ContinuousBatcher::add(GenerationRequest request) {
+  check(request);
+  Impl::Sequence sequence;
+  sequence.rng.seed(request.params.seed);
+  if (!request.params.allowed_tokens.empty()) {
+    sequence.allowed = sampling_candidates(request.params, impl_->module->config().vocab_size);
+  }
+  const int64_t room = impl_->model.context_length() - static_cast<int64_t>(request.prompt.size());
+  sequence.max_new_tokens = static_cast<int>(std::min<int64_t>(request.params.max_new_tokens, room));
+  if (impl_->model.has_tokenizer()) sequence.decoder = std::make_unique<StreamingDecoder>(impl_->model.tokenizer());
+  sequence.request = std::move(request);
+  impl_->waiting.push_back(std::move(sequence));
+}
+
+void ContinuousBatcher::step() {
+  std::vector<Impl::Sequence> done;
+  impl_->admit(done);
+  impl_->decode(done);
+  // After the batch is consistent again: a callback may add requests.
+  for (Impl::Sequence& sequence : done) sequence.request.on_done(std::move(sequence.result));
+}
+
+void ContinuousBatcher::fail_all(const std::exception_ptr& error) {
+  std::vector<Impl::Sequence> done;
+  for (Impl::Sequence& sequence : impl_->running) Impl::fail(sequence, error, done);
+  for (Impl::Sequence& sequence : impl_->waiting) Impl::fail(sequence, error, done);
+  for (size_t slot = 0; slot < impl_->running.size(); ++slot) impl_->cache.clear(static_cast<int64_t>(slot));
+  impl_->running.clear();
+  impl_->waiting.clear();
+  for (Impl::Sequence& sequence : done) sequence.request.on_done(std::move(sequence.result));
+}
+
+}  // namespace turnrl::agents
