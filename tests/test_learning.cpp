@@ -1,9 +1,10 @@
-// The format stage: format data in training's prompts (make-sft-data) and supervised fine-tuning
-// on it (sft).
+// The format stage (format data in training's prompts from make-sft-data, supervised fine-tuning
+// from sft) and the whole chain learning: format stage, then PPO with multi-token replies.
 #include "torch_doctest.h"
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include "envs/registry.h"
 #include "envs/reply_parser.h"
 #include "trainer/format_stage.h"
+#include "trainer/ppo_trainer.h"
 #include "trainer/rollout/sft_data.h"
 #include "trainer/sft.h"
 #include "trainer/train_config.h"
@@ -31,16 +33,17 @@ std::vector<nlohmann::json> read_lines(const std::string& path) {
   return lines;
 }
 
-/** The corridor with free-form replies after a format stage. */
+/** A 3-cell corridor with free-form replies after a format stage (one compute thread: on a busy
+ *  2-core machine two are several times slower). */
 std::string corridor_config(const std::string& root, int iterations) {
-  return "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 2\n"
-         "format:\n  model: " + root + "/format\n  reply_template: 'ACTION: {action}'\n  episodes: 60\n  epochs: 4\n"
-         "  lr: 3.0e-3\n  batch_size: 32\n"
-         "env:\n  id: corridor/short\n  n_env: 16\n  e_len: 8\n"
+  return "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
+         "format:\n  model: " + root + "/format\n  reply_template: 'ACTION: {action}'\n  episodes: 100\n"
+         "  epochs: 4\n  lr: 3.0e-3\n  batch_size: 32\n"
+         "env:\n  id: corridor/short\n  options: {length: 3}\n  n_env: 32\n  e_len: 8\n"
          "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  history_entry: action\n"
          "  invalid_penalty: -0.1\n  binary_reward: true\n"
          "sampling:\n  max_response_tokens: 6\n  action_tokens_only: false\n"
-         "ppo:\n  actor_lr: 1.0e-3\n  critic_lr: 2.0e-3\n  epochs: 4\n  minibatch: 64\n  kl_coef: 0.001\n  entropy_coef: 0.0\n"
+         "ppo:\n  actor_lr: 3.0e-4\n  critic_lr: 2.0e-3\n  epochs: 4\n  minibatch: 64\n  kl_coef: 0.001\n  entropy_coef: 0.01\n"
          "  step_gamma: 0.9\n  token_gamma: 1.0\n  token_lambda: 1.0\n  critic_warmup_iterations: 1\n"
          "run:\n  iterations: " + std::to_string(iterations) + "\n  eval_every: 100\n  eval_episodes: 40\n  checkpoint_every: 100\n"
          "  out: " + root + "/run\n";
@@ -86,7 +89,7 @@ TEST_CASE("format data: training's prompts, template replies with valid actions,
   REQUIRE(records.size() == lines);
   REQUIRE(lines >= 5u);
   // Episode 0's first prompt (lines come in the order episodes end) shows its seed's observation.
-  const auto env = turnrl::envs::make_env("corridor/short");
+  const auto env = turnrl::envs::make_env("corridor/short", config.env.options);
   env->reset(spec.first_seed);
   const std::string first_observation = env->observe_text().long_term;
   bool seen = false;
@@ -103,4 +106,86 @@ TEST_CASE("format data: training's prompts, template replies with valid actions,
     CHECK(text.rfind("ACTION: ", 0) == 0);
     CHECK(turnrl::envs::parse_reply(text, *env, turnrl::envs::ReplyFormat::kActionTag, rng).valid);
   }
+}
+
+TEST_CASE("the tiny preset learns replies that depend on action words in the observation") {
+  // "left" and "right" are reply tokens and observation words alike. With the output head tied to
+  // the input embeddings, fine-tuning on replies makes their rows nearly parallel: the model cannot
+  // learn this rule (it prefers one action for all 8 observations), and PPO after a format stage
+  // cannot learn the corridor (the next test).
+  const std::string root = "/tmp/turnrl_reads_test";
+  std::filesystem::remove_all(root);
+  turnrl::agents::write_new_model("tiny", root + "/base", 0, "");
+  const std::vector<std::string> actions = {"go left", "go right", "wait"};
+  auto observation = [](int distance, bool left) {
+    return "Current Observation:\nThe exit is " + std::to_string(distance) + (distance == 1 ? " step" : " steps") + " to the " +
+           (left ? "left." : "right.");
+  };
+  auto rule = [](bool left) { return left ? std::string("go right") : std::string("go left"); };  // the mirror: not a copy
+  {
+    // Half of the replies follow the rule, half are random, as in format data with a signal.
+    std::ofstream data(root + "/data.jsonl");
+    std::mt19937_64 rng(0);
+    for (int k = 0; k < 480; ++k) {
+      const int distance = 1 + k % 4;
+      const bool left = (k / 4) % 2 == 0;
+      const std::string action = k % 16 < 8 ? rule(left) : actions[std::uniform_int_distribution<size_t>(0, 2)(rng)];
+      data << nlohmann::json{{"messages", {{{"role", "user"}, {"content", "reach the exit"}},
+                                           {{"role", "user"}, {"content", observation(distance, left)}},
+                                           {{"role", "assistant"}, {"content", "ACTION: " + action}}}}}
+                  .dump()
+           << "\n";
+    }
+  }
+  SftSettings settings;
+  settings.epochs = 4;
+  settings.lr = 3e-3;
+  settings.batch_size = 32;
+  run_sft(root + "/data.jsonl", root + "/base", root + "/tuned", settings);
+  const auto model = turnrl::agents::LanguageModel::load(root + "/tuned");
+  const turnrl::agents::Tokenizer& tokenizer = model->tokenizer();
+  for (int distance = 1; distance <= 4; ++distance) {
+    for (const bool left : {true, false}) {
+      const std::vector<int32_t> prompt =
+          tokenizer.encode_chat({{"user", "reach the exit"}, {"user", observation(distance, left)}}, true);
+      std::string best;
+      double best_logprob = -1e30;
+      for (const std::string& action : actions) {
+        std::vector<int32_t> reply = tokenizer.encode("ACTION: " + action);
+        reply.push_back(tokenizer.stop_ids().front());
+        const std::vector<std::vector<float>> scores = model->score({prompt}, {reply});
+        double logprob = 0;
+        for (float x : scores.front()) logprob += x;
+        if (logprob > best_logprob) best_logprob = logprob, best = action;
+      }
+      INFO(observation(distance, left));
+      CHECK(best == rule(left));
+    }
+  }
+}
+
+TEST_CASE("training learns: after the format stage, PPO solves the corridor with multi-token free-form replies") {
+  const std::string root = "/tmp/turnrl_learning_test";
+  std::filesystem::remove_all(root);
+  const std::string config_path = write_config("learning.yaml", corridor_config(root, 15));
+  PpoTrainer(TrainConfig::load(config_path), "").train();
+  // The stage made its model once, with a falling loss, and the run started from it.
+  const std::vector<nlohmann::json> sft = read_lines(root + "/format/sft_metrics.jsonl");
+  REQUIRE(sft.size() >= 4u);
+  CHECK(sft.back().at("loss").get<double>() < 0.5 * sft.front().at("loss").get<double>());
+  const std::vector<nlohmann::json> evals = turnrl::test::metrics_of_type(root + "/run/metrics.jsonl", "eval");
+  const std::vector<nlohmann::json> train = turnrl::test::metrics_of_type(root + "/run/metrics.jsonl", "train");
+  REQUIRE(evals.size() == 2u);
+  REQUIRE(!train.empty());
+  const double before = evals.front().at("greedy_success"), after = evals.back().at("greedy_success");
+  INFO("greedy success before PPO " << before << ", after " << after);
+  CHECK(after >= 0.9);
+  CHECK(after >= before + 0.2);
+  CHECK(train.back().at("invalid_rate").get<double>() < 0.05);
+  CHECK(train.back().at("reply_tokens").get<double>() >= 4.0);  // "ACTION", ":", "go", side, end of turn
+  // A second run reuses the stage's model instead of making it again.
+  const auto made = std::filesystem::last_write_time(root + "/format/model.safetensors");
+  TrainConfig again = TrainConfig::load(config_path);
+  CHECK(prepare_initial_model(again) == root + "/format");
+  CHECK(std::filesystem::last_write_time(root + "/format/model.safetensors") == made);
 }

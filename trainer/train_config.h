@@ -27,6 +27,9 @@ struct TrainConfig {
   struct Format {
     std::string model;  // the stage's output folder; empty: no stage. A folder that holds a model is reused
     std::string reply_template = "ACTION: {action}";
+    /** Share of the random actions keyed on the observation: a format stage whose actions ignore
+     *  the observation teaches the model to ignore it, and PPO cannot undo that (test_learning). */
+    double keyed_share = 0.5;
     int episodes = 200;  // played on seeds at the top of the training block, never evaluation seeds
     int epochs = 2;
     double lr = 1e-3;

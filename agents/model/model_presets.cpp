@@ -40,7 +40,11 @@ ModelConfig tiny_config() {
   config.num_key_value_heads = 2;
   config.max_position_embeddings = 1024;
   config.rope_theta = 10000.0;
-  config.tie_word_embeddings = true;
+  // Untied: action names share words with observations ("go left" / "the exit is 2 steps to the
+  // left"). With one matrix for both, a format stage that trains "left" and "right" as reply tokens
+  // makes their input rows nearly parallel, and the model can no longer learn to tell such
+  // observations apart (test_learning's format-stage case).
+  config.tie_word_embeddings = false;
   return config;
 }
 

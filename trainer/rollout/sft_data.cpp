@@ -13,7 +13,7 @@ namespace {
 /** The random template agent with the model's token counting, so prompts are cut as the model's. */
 class TemplateAgent final : public agents::Agent {
  public:
-  TemplateAgent(const SftDataSpec& spec) : random_(spec.reply_template), count_(spec.token_counter), limit_(spec.max_prompt_tokens) {}
+  TemplateAgent(const SftDataSpec& spec) : random_(spec.reply_template, spec.keyed_share), count_(spec.token_counter), limit_(spec.max_prompt_tokens) {}
   std::string name() const override { return "template"; }
   std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override { return random_.act(prompts); }
   memory::TokenCounter token_counter() const override { return count_; }
