@@ -250,6 +250,10 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("u.yaml", base + "env:\n  options: {n\xf9m: 2}\n", "u.yaml:4: env.options: must be UTF-8 text");
   const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
   CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
+  TrainConfig::Env grouped = mix.env;
+  grouped.group_size = 2;  // whole groups take the tasks in turn
+  CHECK(std::vector<size_t>{grouped.task_of_slot(0), grouped.task_of_slot(1), grouped.task_of_slot(2), grouped.task_of_slot(3),
+                            grouped.task_of_slot(4)} == std::vector<size_t>{0, 0, 1, 1, 0});
   // The resolved config (saved beside checkpoints) loads back to the same tasks and turn settings.
   const TrainConfig tiny = TrainConfig::load(std::string(TURNRL_SOURCE_DIR) + "/configs/babyai-tiny.yaml");
   const TrainConfig reloaded = TrainConfig::load(write_config("l.yaml", tiny.to_yaml()));
@@ -299,6 +303,15 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
     REQUIRE(resumed.count(key) == 1);
     CHECK(resumed.at(key).dump() == expected.at(key).dump());
   }
+  // A mix's train lines split the finished episodes by task.
+  double task_episodes = 0, episodes = 0;
+  for (const nlohmann::json& line : metrics_of_type(uninterrupted.run.out + "/metrics.jsonl", "train")) {
+    const nlohmann::json& tasks = line.at("task_success");
+    REQUIRE(tasks.size() == 2u);
+    task_episodes += tasks.at("babyai/goto").at("episodes").get<double>() + tasks.at("babyai/open").at("episodes").get<double>();
+    episodes += line.at("episodes").get<double>();
+  }
+  CHECK(task_episodes == episodes);
   // Later turns depend on the restored episodes: their losses must differ from the first iterations'.
   CHECK(expected.at("train/3")["value_loss"] != expected.at("train/1")["value_loss"]);
   // No iteration twice in the resumed file, even after lines past the checkpoint (a crash after it).

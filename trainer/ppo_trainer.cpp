@@ -173,7 +173,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
   }
   s.rollout = std::make_unique<Rollout>(
       [&c, workers](int slot) -> std::unique_ptr<envs::Env> {
-        const size_t task = static_cast<size_t>(slot / c.env.group_size) % c.env.ids.size();
+        const size_t task = c.env.task_of_slot(slot);
         if (workers) return std::make_unique<WorkerEnv>(workers, slot % workers->size(), c.env.ids[task], c.env.options);
         return envs::make_env(c.env.ids[task], c.env.options);
       },
@@ -346,9 +346,17 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m.update(reward_totals.metrics(c));
     ++s.iteration;
     double success = 0, reward = 0;
+    // Per task of a mix: episodes finished and their progression summed (the training batch's own
+    // signal: a task whose sampled episodes never progress gives the learner nothing to follow).
+    std::vector<double> task_sums(c.env.ids.size() > 1 ? 2 * c.env.ids.size() : 0, 0.0);
     for (const auto& e : finished_episodes) {
       success += e.progression;
       reward += e.episode_return;
+      if (!task_sums.empty()) {
+        const size_t task = c.env.task_of_slot(e.slot);
+        task_sums[2 * task] += 1.0;
+        task_sums[2 * task + 1] += e.progression;
+      }
     }
     size_t finished = finished_episodes.size(), turns = batch.turns.size();
     int invalid_turns = 0;
@@ -369,7 +377,9 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
                                   kl_reasoning * reasoning_tokens, reasoning_tokens,
                                   kl_action * action_tokens,       action_tokens,
                                   mean_value * static_cast<double>(turns), static_cast<double>(response_tokens)};
+      sums.insert(sums.end(), task_sums.begin(), task_sums.end());
       ranks->sum(sums);
+      std::copy(sums.end() - static_cast<std::ptrdiff_t>(task_sums.size()), sums.end(), task_sums.begin());
       turns = static_cast<size_t>(sums[0]);
       finished = static_cast<size_t>(sums[1]);
       success = sums[2];
@@ -397,6 +407,13 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m["success"] = finished ? success / finished : 0.0;
     m["episode_reward"] = finished ? reward / finished : 0.0;
     m["invalid_rate"] = static_cast<double>(invalid_turns) / turns_trained;
+    if (!task_sums.empty()) {
+      nlohmann::json& tasks = m["task_success"] = nlohmann::json::object();
+      for (size_t task = 0; task < c.env.ids.size(); ++task) {
+        const double episodes = task_sums[2 * task];
+        tasks[c.env.ids[task]] = {{"episodes", episodes}, {"progression", episodes > 0 ? task_sums[2 * task + 1] / episodes : 0.0}};
+      }
+    }
     m["reply_tokens"] = static_cast<double>(response_tokens) / turns_trained;  // end-of-turn token included
     m["kl_reasoning"] = kl_reasoning;
     m["kl_action"] = kl_action;

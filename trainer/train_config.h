@@ -38,7 +38,7 @@ struct TrainConfig {
   /** The model PPO starts from and compares with (KL): the format stage's when declared. */
   const std::string& initial_model() const { return format.model.empty() ? model.path : format.model; }
   struct Env {
-    /** One task or a mix (YAML `id`: a string or a list); slot i runs ids[i % ids.size()]. */
+    /** One task or a mix (YAML `id`: a string or a list), dealt to the run's slots by task_of_slot(). */
     std::vector<std::string> ids = {"babyai/goto"};
     nlohmann::json options = nlohmann::json::object();
     int n_env = 32;
@@ -52,6 +52,8 @@ struct TrainConfig {
     double worker_timeout = 10;    // seconds a worker may take to answer before it counts as dead
     double worker_heartbeat = 5;   // seconds between pings of live workers (below the servers' --client-timeout)
                                    // and probes of dead ones
+    /** The index in `ids` of the task a run slot plays: whole groups take the tasks in turn. */
+    size_t task_of_slot(int run_slot) const { return static_cast<size_t>(run_slot / group_size) % ids.size(); }
   } env;
   /** The turn pipeline's settings (`turn:`), shared with eval and play. */
   TurnSettings turn;
