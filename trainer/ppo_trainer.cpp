@@ -291,11 +291,19 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     // Where the iteration's time goes: collecting (generation, env steps, prompts), scoring
     // (old/reference log-probs, values, rewards, advantages), the update.
     double collect_seconds = 0, scoring_seconds = 0;
+    double agent_seconds = 0, env_seconds = 0, prompt_seconds = 0;  // parts of collecting
     auto timed = [](double& total, auto&& work) {
       const auto begin = Clock::now();
       auto result = work();
       total += std::chrono::duration<double>(Clock::now() - begin).count();
       return result;
+    };
+    auto collect = [&] {
+      RolloutBatch collected = timed(collect_seconds, [&] { return s.rollout->collect(); });
+      agent_seconds += collected.agent_seconds;
+      env_seconds += collected.env_seconds;
+      prompt_seconds += collected.prompt_seconds;
+      return collected;
     };
     RolloutBatch batch;
     TrainingTargets targets;
@@ -309,7 +317,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
           c,
           [&] {
             ScoredCollection scored;
-            scored.batch = timed(collect_seconds, [&] { return s.rollout->collect(); });
+            scored.batch = collect();
             log_restarts(scored.batch.restarts);
             restarts.insert(restarts.end(), scored.batch.restarts.begin(), scored.batch.restarts.end());
             scored.rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, scored.batch, &s.reward_streams); });
@@ -331,7 +339,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       sampling = {{"groups_wanted", static_cast<size_t>(groups[0])}, {"groups_kept", static_cast<size_t>(groups[1])},
                   {"groups_dropped", static_cast<size_t>(groups[2])}, {"sampling_tries", static_cast<int>(tries[0])}};
     } else {
-      batch = timed(collect_seconds, [&] { return s.rollout->collect(); });
+      batch = collect();
       log_restarts(batch.restarts);
       restarts = batch.restarts;
       const StageRewards stage_rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, batch, &s.reward_streams); });
@@ -402,7 +410,8 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m["turns"] = turns;
     m["turns_per_s"] = turns / seconds;  // turns trained on per second
     m["rollout_share"] = rollout_seconds / seconds;
-    m["seconds"] = {{"collect", collect_seconds}, {"scoring", scoring_seconds}, {"update", update_seconds}, {"total", seconds}};
+    m["seconds"] = {{"collect", collect_seconds}, {"generate", agent_seconds}, {"env", env_seconds}, {"prompt", prompt_seconds},
+                    {"scoring", scoring_seconds}, {"update", update_seconds}, {"total", seconds}};
     m["episodes"] = finished;
     m["success"] = finished ? success / finished : 0.0;
     m["episode_reward"] = finished ? reward / finished : 0.0;

@@ -23,6 +23,10 @@ uint64_t mix(uint64_t a, uint64_t b) {
   return (static_cast<uint64_t>(out[0]) << 32) | out[1];
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
 
 int action_token_start(const std::vector<uint32_t>& token_text_ends, size_t action_begin) {
@@ -141,7 +145,7 @@ RolloutBatch Rollout::collect(int e_len) {
     batch.agent_seconds = replies.stats().agent_seconds;
     batch.agent_batches = replies.stats().batches;
   }
-  batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  batch.seconds = seconds_since(start);
   return batch;
 }
 
@@ -151,7 +155,11 @@ void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatch
   const int n = config_.n_env;
   bool unfinished = true;  // the episode in flight after the slot's last turn
   for (int t = 0; t < e_len && !stopping();) {
-    agents::AgentResult result = replies.ask(prompt_of(index, slot.env->prompt(count_)));
+    auto timer = std::chrono::steady_clock::now();
+    agents::AgentPrompt prompt = prompt_of(index, slot.env->prompt(count_));
+    batch.prompt_seconds += seconds_since(timer);
+    agents::AgentResult result = replies.ask(std::move(prompt));
+    timer = std::chrono::steady_clock::now();
     const size_t row = static_cast<size_t>(t) * n + index;
     TurnRecord& record = batch.turns[row];
     record.slot = run_slot(index);
@@ -184,6 +192,7 @@ void Rollout::play_slot(int index, int e_len, RolloutBatch& batch, ReplyDispatch
       progress.add_episode();
       end_episode(index, batch, outcome);
     }
+    batch.env_seconds += seconds_since(timer);
     if (config_.on_turn_finished) config_.on_turn_finished(row, record);
     ++t;
   }

@@ -63,6 +63,8 @@ struct RolloutBatch {
   std::vector<EpisodeRestart> restarts;                   // episodes abandoned because their env was lost
   double seconds = 0.0;
   double agent_seconds = 0.0;  // wall time with at least one agent request outstanding
+  double env_seconds = 0.0;     // applying replies (parse, step, reset at episode ends) on the rollout's thread
+  double prompt_seconds = 0.0;  // building prompts (memory window, token budget) on the rollout's thread
   size_t agent_batches = 0;    // act() calls (none when every request went through Agent::submit)
   const TurnRecord& at(int t, int slot) const { return turns.at(static_cast<size_t>(t) * n_env + slot); }
 };
