@@ -152,6 +152,7 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
   torch::Tensor policy_loss_sum = torch::zeros({}), value_loss_sum = torch::zeros({}), entropy_sum = torch::zeros({});
   torch::Tensor clip_sum = torch::zeros({}), kl_sum = torch::zeros({});
   double grad_norm_sum = 0;
+  double positions = 0, padded_positions = 0;  // token positions the update's forward passes compute, padding included
   for (const MiniBatch& minibatch : plan) {
     std::vector<std::vector<int32_t>> prompts, responses;
     std::vector<const std::vector<float>*> old_lp, adv, old_v, ret;
@@ -166,7 +167,11 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
     // A rank may hold none of a mini-batch's rows, or none with a response token: it adds no
     // gradient, but still takes part in the step.
     std::optional<agents::ResponseBatch> mb;
-    if (!prompts.empty()) mb = agents::make_response_batch(prompts, responses, learner.pad_id, learner.device);
+    if (!prompts.empty()) {
+      mb = agents::make_response_batch(prompts, responses, learner.pad_id, learner.device);
+      padded_positions += static_cast<double>(mb->width) * static_cast<double>(prompts.size());
+      for (size_t b = 0; b < prompts.size(); ++b) positions += static_cast<double>(prompts[b].size() + responses[b].size());
+    }
     if (train_actor && minibatch.response_tokens > 0) {
       torch::Tensor loss;
       if (mb && mb->response_width > 0) {
@@ -191,11 +196,13 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
   }
   // The ranks' shares of each loss add up to the combined batch's.
   std::vector<double> sums = {policy_loss_sum.item<double>(), value_loss_sum.item<double>(), entropy_sum.item<double>(),
-                              clip_sum.item<double>(), kl_sum.item<double>()};
+                              clip_sum.item<double>(), kl_sum.item<double>(), positions, padded_positions};
   if (learner.ranks) learner.ranks->sum(sums);
   const double denom = std::max<size_t>(1, plan.size());
   nlohmann::json m;
   if (learner.uses_critic()) m["value_loss"] = sums[1] / denom;
+  // The share of the update's forward positions that are padding: compute spent on no token.
+  m["update_padding"] = sums[6] > 0 ? 1.0 - sums[5] / sums[6] : 0.0;
   if (train_actor) {
     m["policy_loss"] = sums[0] / denom;
     m["entropy"] = sums[2] / denom;
