@@ -1,5 +1,7 @@
 #include "agents/http_agent.h"
 
+#include "agents/http_post.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -228,24 +230,12 @@ struct HttpAgent::Impl {
 };
 
 HttpAgent::HttpAgent(HttpAgentConfig config) : config_(std::move(config)) {
-  const std::string scheme = "http://";
-  if (config_.base_url.rfind(scheme, 0) != 0) {
-    throw std::invalid_argument("http agent: base_url must start with http:// (got '" + config_.base_url + "')");
-  }
-  const std::string rest = config_.base_url.substr(scheme.size());
-  const size_t slash = rest.find('/');
-  const std::string authority = rest.substr(0, slash);
-  std::string path = slash == std::string::npos ? "" : rest.substr(slash);
+  const HttpUrl url = HttpUrl::parse(config_.base_url, "http agent: base_url");
+  std::string path = url.path;
   while (!path.empty() && path.back() == '/') path.pop_back();
-  const size_t colon = authority.rfind(':');
-  const std::string host = authority.substr(0, colon);
-  const std::string port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
-  if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos) {
-    throw std::invalid_argument("http agent: cannot parse host and port from base_url '" + config_.base_url + "'");
-  }
   if (config_.timeout_s <= 0 || config_.retries < 0) throw std::invalid_argument("http agent: timeout_s must be > 0 and retries >= 0");
   if (config_.concurrency < 1) throw std::invalid_argument("http agent: concurrency must be >= 1");
-  impl_ = std::make_unique<Impl>(config_, host, port, path + "/chat/completions");
+  impl_ = std::make_unique<Impl>(config_, url.host, url.port, path + "/chat/completions");
 }
 
 HttpAgent::~HttpAgent() = default;

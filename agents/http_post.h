@@ -2,7 +2,8 @@
 // One JSON POST over Boost.Beast with what every HTTP client of the project needs: a timeout per
 // attempt (connect, send, receive each), retries with exponential backoff on transient failures
 // (timeouts, connection errors, 429 and 5xx), and errors that name the URL. Plain http only (use a
-// local proxy for TLS endpoints). Shared by the OpenAI-compatible agent and the reward scorer client.
+// local proxy for TLS endpoints). The reward scorer client posts through it; HttpUrl also parses the
+// OpenAI-compatible agent's base_url.
 #include <string>
 
 namespace turnrl::agents {
