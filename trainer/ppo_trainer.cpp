@@ -311,21 +311,20 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     nlohmann::json sampling = nlohmann::json::object();
     std::vector<EpisodeRestart> restarts;  // of every collection this iteration made
     RewardTotals reward_totals;
+    // One collection with its rewards and targets (dynamic sampling may make several).
+    auto collect_scored = [&] {
+      ScoredCollection scored;
+      scored.batch = collect();
+      log_restarts(scored.batch.restarts);
+      restarts.insert(restarts.end(), scored.batch.restarts.begin(), scored.batch.restarts.end());
+      scored.rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, scored.batch, &s.reward_streams); });
+      reward_totals.add(scored.rewards);
+      scored.targets = timed(scoring_seconds, [&] { return compute_targets(l, scored.batch, scored.rewards); });
+      return scored;
+    };
     if (c.reward.dynamic_sampling_tries > 0) {
       // Each rank fills its own share of the batch: the group estimators need no other rank.
-      SignalBatch kept = sample_batch_with_signal(
-          c,
-          [&] {
-            ScoredCollection scored;
-            scored.batch = collect();
-            log_restarts(scored.batch.restarts);
-            restarts.insert(restarts.end(), scored.batch.restarts.begin(), scored.batch.restarts.end());
-            scored.rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, scored.batch, &s.reward_streams); });
-            reward_totals.add(scored.rewards);
-            scored.targets = timed(scoring_seconds, [&] { return compute_targets(l, scored.batch, scored.rewards); });
-            return scored;
-          },
-          c.reward.dynamic_sampling_tries);
+      SignalBatch kept = sample_batch_with_signal(c, collect_scored, c.reward.dynamic_sampling_tries);
       batch = std::move(kept.turns);
       targets = std::move(kept.targets);
       finished_episodes = std::move(kept.finished_episodes);
@@ -339,12 +338,9 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       sampling = {{"groups_wanted", static_cast<size_t>(groups[0])}, {"groups_kept", static_cast<size_t>(groups[1])},
                   {"groups_dropped", static_cast<size_t>(groups[2])}, {"sampling_tries", static_cast<int>(tries[0])}};
     } else {
-      batch = collect();
-      log_restarts(batch.restarts);
-      restarts = batch.restarts;
-      const StageRewards stage_rewards = timed(scoring_seconds, [&] { return assign_token_rewards(*l.reward_manager, batch, &s.reward_streams); });
-      reward_totals.add(stage_rewards);
-      targets = timed(scoring_seconds, [&] { return compute_targets(l, batch, stage_rewards); });
+      ScoredCollection scored = collect_scored();
+      batch = std::move(scored.batch);
+      targets = std::move(scored.targets);
       finished_episodes = batch.finished_episodes;
     }
     const double rollout_seconds = std::chrono::duration<double>(Clock::now() - iteration_start).count();
