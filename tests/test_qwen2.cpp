@@ -210,6 +210,79 @@ TEST_CASE("fused attention: the same split over threads as on one, and equal to 
   CHECK_THROWS_AS(cpu_kernels::set_threads(0), std::invalid_argument);
 }
 
+TEST_CASE("trainable attention: gradients equal autograd through a plain softmax; the model trains through it") {
+  torch::manual_seed(7);
+  // GQA and plain heads; head sizes 16, 12 (no vector width divides it) and 64; a cached prefix
+  // (total > length); row 0 left-padded so that its first queries see no key at all.
+  for (const auto& [heads, kv_heads, dim, length, total] :
+       {std::tuple{4, 2, 16, 37, 37}, std::tuple{2, 2, 12, 20, 29}, std::tuple{4, 1, 64, 24, 24}}) {
+    INFO("heads " << heads << ", kv heads " << kv_heads << ", dim " << dim << ", length " << length << ", total " << total);
+    const int64_t batch = 3;
+    const torch::Tensor q = torch::randn({batch, length, heads, dim}).requires_grad_();
+    const torch::Tensor k = torch::randn({batch, kv_heads, total, dim}).requires_grad_();
+    const torch::Tensor v = torch::randn({batch, kv_heads, total, dim}).requires_grad_();
+    torch::Tensor key_mask = torch::ones({batch, total}, torch::kBool);
+    key_mask[0].narrow(0, 0, total - length + 5).fill_(false);
+    key_mask[2].narrow(0, 3, 4).fill_(false);
+    const torch::Tensor grad_out = torch::randn({batch, length, heads * dim});
+
+    const torch::Tensor fused = trainable_attention(q, k, v, key_mask);
+    const auto fused_grads = torch::autograd::grad({fused}, {q, k, v}, {grad_out});
+
+    const torch::Tensor query_index = torch::arange(total - length, total).view({length, 1});
+    const torch::Tensor visible = (torch::arange(total).view({1, total}) <= query_index).view({1, 1, length, total}) &
+                                  key_mask.view({batch, 1, 1, total});
+    const torch::Tensor scores = torch::matmul(q.transpose(1, 2), k.repeat_interleave(heads / kv_heads, 1).transpose(2, 3)) /
+                                 std::sqrt(static_cast<double>(dim));
+    // A row that sees no key: zeros, as the kernel (softmax over all -inf would be NaN).
+    const torch::Tensor sees_any = visible.any(-1, true);
+    const torch::Tensor probs = torch::softmax(scores.masked_fill(visible.logical_not(), -1e30), -1) * sees_any;
+    const torch::Tensor expected =
+        torch::matmul(probs, v.repeat_interleave(heads / kv_heads, 1)).transpose(1, 2).reshape({batch, length, heads * dim});
+    const auto expected_grads = torch::autograd::grad({expected}, {q, k, v}, {grad_out});
+
+    CHECK((fused - expected).abs().max().item<double>() < 1e-5);
+    const std::string names[] = {"q", "k", "v"};
+    for (size_t i = 0; i < 3; ++i) {
+      INFO("gradient of " << names[i]);
+      CHECK(expected_grads[i].abs().max().item<double>() > 0.1);
+      CHECK((fused_grads[i] - expected_grads[i]).abs().max().item<double>() < 2e-5);
+    }
+    // The rows that see nothing get no gradient.
+    CHECK(fused_grads[0][0].narrow(0, 0, 4).abs().max().item<double>() == 0.0);
+  }
+
+  // The model's parameter gradients through the kernel equal those of the torch path (a float64
+  // copy: the kernels take float32 only) on a left-padded batch.
+  ModelConfig config;
+  config.vocab_size = 50;
+  config.hidden_size = 64;
+  config.intermediate_size = 96;
+  config.num_hidden_layers = 2;
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 2;
+  Qwen2Model model(config, false), reference(config, false);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.normal_(0.0, 0.3);
+    for (size_t i = 0; i < model->parameters().size(); ++i) reference->parameters()[i].copy_(model->parameters()[i]);
+  }
+  reference->to(torch::kFloat64);
+  const torch::Tensor ids = torch::randint(config.vocab_size, {4, 30}, torch::kInt64);
+  torch::Tensor mask = torch::ones({4, 30}, torch::kBool);
+  mask[1].narrow(0, 0, 9).fill_(false);
+  const torch::Tensor positions = (mask.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
+  const torch::Tensor weights = torch::randn({4, 30, config.vocab_size}) * mask.unsqueeze(-1);
+  (model->logits(model->forward(ids, positions, mask)) * weights).sum().backward();
+  (reference->logits(reference->forward(ids, positions, mask)) * weights).sum().backward();
+  for (size_t i = 0; i < model->parameters().size(); ++i) {
+    const torch::Tensor got = model->parameters()[i].grad(), want = reference->parameters()[i].grad().to(torch::kFloat32);
+    INFO("parameter " << model->named_parameters()[i].key());
+    REQUIRE(got.defined());
+    CHECK((got - want).abs().max().item<double>() < 1e-4 * std::max(1.0, want.abs().max().item<double>()));
+  }
+}
+
 TEST_CASE("scoring matches the forward pass and sampling is seeded") {
   auto lm = LanguageModel::load(folder("tiny-qwen2-untied"));
   const json gold = golden("tiny-qwen2-untied");

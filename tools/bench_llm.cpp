@@ -1,5 +1,6 @@
 // Model-side speed in one run: BLAS and its float32 matmul peak, tokenizer MB/s, generation
-// tokens/s, and the forward pass's share of the matmul peak (tiny preset and a 0.5B shape).
+// tokens/s, the forward pass's share of the matmul peak (tiny preset and a 0.5B shape), and the
+// training attention kernel against the torch expressions it replaced.
 #include <dlfcn.h>
 #include <link.h>
 
@@ -163,10 +164,34 @@ ModelFigures measure_model(const agents::ModelConfig& config, int batch, int len
   return figures;
 }
 
+/** Training attention (forward and backward, autograd on) of the tiny preset's heads over a PPO
+ *  mini-batch of BabaIsAI-length prompts, some left-padded: the CPU kernel with its backward against
+ *  the torch expressions (mask spelt out per head, math softmax), timed turn about. Returns seconds. */
+std::pair<double, double> measure_training_attention(int64_t batch, int64_t length) {
+  const agents::ModelConfig config = agents::preset_config("tiny");
+  const int64_t heads = config.num_attention_heads, kv_heads = config.num_key_value_heads, dim = config.head_dim();
+  const torch::Tensor q = torch::randn({batch, length, heads, dim}).requires_grad_();
+  const torch::Tensor k = torch::randn({batch, kv_heads, length, dim}).requires_grad_();
+  const torch::Tensor v = torch::randn({batch, kv_heads, length, dim}).requires_grad_();
+  const torch::Tensor q_heads_first = q.detach().transpose(1, 2).contiguous().requires_grad_();
+  torch::Tensor key_mask = torch::ones({batch, length}, torch::kBool);
+  for (int64_t b = 0; b < batch; ++b) key_mask[b].narrow(0, 0, b * length / (4 * batch)).fill_(false);
+  const torch::Tensor grad_out = torch::randn({batch, length, heads * dim});
+  const std::vector<double> seconds = best_seconds_side_by_side(
+      {[&] { torch::autograd::grad({agents::trainable_attention(q, k, v, key_mask)}, {q, k, v}, {grad_out}); },
+       [&] {
+         const torch::Tensor additive = agents::additive_mask(key_mask, 0, heads, torch::kFloat32);
+         torch::autograd::grad({agents::masked_attention(q_heads_first, k, v, additive)}, {q_heads_first, k, v}, {grad_out});
+       }},
+      3, kTimingBudgetSeconds);
+  return {seconds[0], seconds[1]};
+}
+
 }  // namespace
 
 int bench_llm(int argc, char** argv) {
-  CLI::App app{"Model-side throughput: BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak",
+  CLI::App app{"Model-side throughput: BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak,\n"
+               "training attention (kernel with its backward vs torch expressions)",
                "turnrl bench llm"};
   std::string tokenizer_dir = "../shared/tokenizers/qwen";
   bool skip_large = false;
@@ -220,6 +245,13 @@ int bench_llm(int argc, char** argv) {
                 100 * figures.forward_gflops / figures.peak_gflops, figures.peak_gflops,
                 100 * figures.shape_gflops / figures.peak_gflops, figures.generate_tokens_per_s);
   }
+  constexpr int64_t kMiniBatch = 16, kPromptLength = 400;
+  const auto [kernel_s, torch_s] = measure_training_attention(kMiniBatch, kPromptLength);
+  report["training_attention"] = {{"kernel_ms", 1e3 * kernel_s}, {"torch_ms", 1e3 * torch_s}, {"speedup", torch_s / kernel_s}};
+  std::printf("training attention, forward + backward, tiny heads, %lld x %lld tokens: kernel %.1f ms vs torch expressions "
+              "%.1f ms: %.2fx\n",
+              static_cast<long long>(kMiniBatch), static_cast<long long>(kPromptLength), 1e3 * kernel_s, 1e3 * torch_s,
+              torch_s / kernel_s);
   std::printf("%s\n", report.dump().c_str());
   return 0;
 }

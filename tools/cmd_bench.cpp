@@ -22,7 +22,7 @@ const Benchmark kBenchmarks[] = {
     {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
     {"env-server", "steps/s through an env server vs in-process, batches of 1, 16, 256", bench_env_server},
 #ifdef TURNRL_WITH_TORCH
-    {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak", bench_llm},
+    {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak, training attention", bench_llm},
     {"rollout", "asynchronous (fiber) rollouts vs lock-step: tiny LLM, HTTP agent against a stub", bench_rollout},
     {"reward", "streaming vs synchronous scoring by an HTTP scorer: share of scorer time hidden", bench_reward},
 #endif

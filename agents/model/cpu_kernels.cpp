@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -312,6 +313,119 @@ template <int Lanes>
   for (; first < rows; ++first) attend_tile<Lanes, 1>(g, s, first);
 }
 
+/** The gradients of one group's attention: as Group, plus the output's gradient in and the q, k and v
+ *  gradients out (k and v rows contiguous: key t at k + t * dim). */
+struct GradGroup {
+  const float* q;  // query i of head h at q + i * row_stride + h * dim (grad_out and grad_q likewise)
+  const float* grad_out;
+  float* grad_q;
+  int64_t row_stride;
+  const float* k;
+  const float* v;
+  float* grad_k;
+  float* grad_v;
+  const bool* key_mask;
+  int64_t length, total, heads, dim;
+};
+
+/** Scratch for one backward group: keys, values and their gradients transposed [dim][keys] each,
+ *  a key bias, a probability row and its gradient row. */
+int64_t backward_scratch_floats(int64_t dim, int64_t total) { return round_up(total, kMaxLanes) * (4 * dim + 3); }
+
+// Every row (head, position) of a group in turn, along the keys it sees: its probabilities again
+// from the scores (the forward keeps nothing), then dp_j = dout . v_j, ds_j = p_j (dp_j - p . dp)
+// / sqrt(dim), dq = sum_j ds_j k_j, and the group's dk_j += ds_j q, dv_j += p_j dout. Every product
+// runs along the keys, so each is one vector operation per dimension.
+template <int Lanes>
+[[gnu::always_inline]] inline void attend_backward(const GradGroup& g, float* scratch) {
+  using V = Vec<Lanes>;
+  const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes), past = g.total - g.length;
+  float* const keys_t = scratch;
+  float* const values_t = keys_t + dim * keys;
+  float* const grad_keys_t = values_t + dim * keys;
+  float* const grad_values_t = grad_keys_t + dim * keys;
+  float* const bias = grad_values_t + dim * keys;
+  float* const probs = bias + keys;
+  float* const grad_probs = probs + keys;
+  std::fill(keys_t, bias, 0.0f);
+  for (int64_t t = 0; t < g.total; ++t) {
+    for (int64_t d = 0; d < dim; ++d) {
+      keys_t[d * keys + t] = g.k[t * dim + d];
+      values_t[d * keys + t] = g.v[t * dim + d];
+    }
+    bias[t] = g.key_mask[t] ? 0.0f : -kInf;
+  }
+  std::fill(bias + g.total, bias + keys, -kInf);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim)), scale2 = kLog2e * scale;  // as the forward: base 2
+  V lane_index;
+  for (int l = 0; l < Lanes; ++l) lane_index[l] = static_cast<float>(l);
+  for (int64_t head = 0; head < g.heads; ++head) {
+    for (int64_t i = 0; i < g.length; ++i) {
+      const float* q = g.q + i * g.row_stride + head * dim;
+      const float* grad_out = g.grad_out + i * g.row_stride + head * dim;
+      float* grad_q = g.grad_q + i * g.row_stride + head * dim;
+      const float visible = static_cast<float>(past + i + 1);
+      const int64_t seen = round_up(past + i + 1, Lanes);
+      std::fill(probs, probs + seen, 0.0f);
+      std::fill(grad_probs, grad_probs + seen, 0.0f);
+      for (int64_t d = 0; d < dim; ++d) {
+        const float qd = q[d], gd = grad_out[d];
+        for (int64_t at = 0; at < seen; at += Lanes) {
+          store<Lanes>(probs + at, load<Lanes>(probs + at) + qd * load<Lanes>(keys_t + d * keys + at));
+          store<Lanes>(grad_probs + at, load<Lanes>(grad_probs + at) + gd * load<Lanes>(values_t + d * keys + at));
+        }
+      }
+      V row_max = splat<Lanes>(-kInf);
+      for (int64_t at = 0; at < seen; at += Lanes) {
+        const V score = select<Lanes>(lane_index + static_cast<float>(at) < visible,
+                                      load<Lanes>(probs + at) * scale2 + load<Lanes>(bias + at), splat<Lanes>(-kInf));
+        store<Lanes>(probs + at, score);
+        row_max = select<Lanes>(score > row_max, score, row_max);
+      }
+      const float highest = hmax<Lanes>(row_max);
+      if (highest == -kInf) {  // no visible key: the output was zeros whatever q, k and v
+        std::fill(grad_q, grad_q + dim, 0.0f);
+        continue;
+      }
+      V sum{};
+      for (int64_t at = 0; at < seen; at += Lanes) {
+        const V score = load<Lanes>(probs + at);
+        const V prob = select<Lanes>(score > -kInf, exp2_approx<Lanes>(score - highest), V{});
+        store<Lanes>(probs + at, prob);
+        sum += prob;
+      }
+      const float normaliser = 1.0f / hsum<Lanes>(sum);
+      V expected_grad{};
+      for (int64_t at = 0; at < seen; at += Lanes) {
+        const V prob = load<Lanes>(probs + at) * normaliser;
+        store<Lanes>(probs + at, prob);
+        expected_grad += prob * load<Lanes>(grad_probs + at);
+      }
+      const float mean_grad = hsum<Lanes>(expected_grad);
+      for (int64_t at = 0; at < seen; at += Lanes) {  // grad_probs becomes ds
+        store<Lanes>(grad_probs + at, load<Lanes>(probs + at) * (load<Lanes>(grad_probs + at) - mean_grad) * scale);
+      }
+      for (int64_t d = 0; d < dim; ++d) {
+        const float qd = q[d], gd = grad_out[d];
+        V dot{};
+        for (int64_t at = 0; at < seen; at += Lanes) {
+          const V ds = load<Lanes>(grad_probs + at);
+          dot += ds * load<Lanes>(keys_t + d * keys + at);
+          store<Lanes>(grad_keys_t + d * keys + at, load<Lanes>(grad_keys_t + d * keys + at) + qd * ds);
+          store<Lanes>(grad_values_t + d * keys + at, load<Lanes>(grad_values_t + d * keys + at) + gd * load<Lanes>(probs + at));
+        }
+        grad_q[d] = hsum<Lanes>(dot);
+      }
+    }
+  }
+  for (int64_t t = 0; t < g.total; ++t) {
+    for (int64_t d = 0; d < dim; ++d) {
+      g.grad_k[t * dim + d] = grad_keys_t[d * keys + t];
+      g.grad_v[t * dim + d] = grad_values_t[d * keys + t];
+    }
+  }
+}
+
 /** The vector kernels compiled for one instruction set. */
 struct KernelSet {
   const char* name;
@@ -319,6 +433,7 @@ struct KernelSet {
   void (*silu_gate_span)(const float*, const float*, float*, int64_t);
   void (*rotate_rows)(float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t);
   void (*attend)(const Group&, float*);
+  void (*attend_backward)(const GradGroup&, float*);
 };
 
 #define TURNRL_KERNEL_SET(NAME, TARGET, LANES)                                                                    \
@@ -333,7 +448,9 @@ struct KernelSet {
     rotate_rows<LANES>(x, cos, sin, rows, row_stride, heads, dim);                                                \
   }                                                                                                               \
   TARGET void NAME##_attend(const Group& g, float* scratch) { attend<LANES>(g, scratch); }                         \
-  constexpr KernelSet NAME{#NAME, NAME##_rms_norm_rows, NAME##_silu_gate_span, NAME##_rotate_rows, NAME##_attend};
+  TARGET void NAME##_attend_backward(const GradGroup& g, float* scratch) { attend_backward<LANES>(g, scratch); }    \
+  constexpr KernelSet NAME{#NAME,          NAME##_rms_norm_rows, NAME##_silu_gate_span, NAME##_rotate_rows, \
+                           NAME##_attend, NAME##_attend_backward};
 
 TURNRL_KERNEL_SET(baseline, , 4)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -446,6 +563,19 @@ Helpers& helpers() {
   return *shared;
 }
 
+/** Runs work(group, scratch) for groups 0 .. groups - 1, split over as many threads as `work_per_group`
+ *  (query-key-dimension products) makes worth a wake-up; each part has its own `scratch_size` floats,
+ *  allocated here so that the parts only compute (work must not throw). */
+void run_groups(int64_t groups, double work_per_group, int64_t scratch_size, const std::function<void(int64_t, float*)>& work) {
+  if (groups == 0) return;
+  const int parts = static_cast<int>(
+      std::clamp<double>(groups * work_per_group / kMinWorkPerThread, 1.0, std::min<int64_t>(thread_count().load(), groups)));
+  std::vector<float> scratch(scratch_size * parts);
+  helpers().run(parts, [&](int part) {
+    for (int64_t index = groups * part / parts; index < groups * (part + 1) / parts; ++index) work(index, scratch.data() + part * scratch_size);
+  });
+}
+
 }  // namespace
 
 void set_threads(int threads) {
@@ -455,9 +585,9 @@ void set_threads(int threads) {
 
 const char* instruction_set() { return kernels().name; }
 
-bool applies(const at::Tensor& x) {
-  return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat && !at::GradMode::is_enabled();
-}
+bool attention_applies(const at::Tensor& x) { return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat; }
+
+bool applies(const at::Tensor& x) { return attention_applies(x) && !at::GradMode::is_enabled(); }
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   TORCH_CHECK(applies(x) && weight.is_contiguous() && weight.numel() == x.size(-1), "rms_norm: float32 CPU input and weight");
@@ -485,7 +615,8 @@ void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask) {
   const int64_t batch = q.size(0), length = q.size(1), heads = q.size(2), dim = q.size(3);
   const int64_t kv_heads = k.size(1), total = k.size(2);
-  TORCH_CHECK(equally_spaced_rows(q) && k.sizes() == v.sizes() && k.size(0) == batch && k.size(3) == dim &&
+  // A contiguous q of one position may report any stride for it; its batch stride is still right.
+  TORCH_CHECK((q.is_contiguous() || equally_spaced_rows(q)) && k.sizes() == v.sizes() && k.size(0) == batch && k.size(3) == dim &&
                   heads % kv_heads == 0 && total >= length,
               "attention: q [B, L, H, D] with equally spaced rows, k and v [B, KV, T, D]");
   TORCH_CHECK(key_mask.scalar_type() == at::kBool && key_mask.sizes() == at::IntArrayRef({batch, total}),
@@ -495,40 +626,68 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   const at::Tensor mask = key_mask.contiguous();
   at::Tensor out = at::empty({batch, length, heads * dim}, q.options());
   const int64_t group_heads = heads / kv_heads;
-  const int64_t groups = batch * kv_heads;
-  if (groups == 0) return out;
-  const double work = static_cast<double>(groups) * group_heads * length * total * dim;
-  const int parts =
-      static_cast<int>(std::clamp<double>(work / kMinWorkPerThread, 1.0, std::min<int64_t>(thread_count().load(), groups)));
-  // Every buffer is allocated here, so the parts only compute (nothing in them can throw).
-  const int64_t scratch_size = scratch_floats(dim, total);
-  std::vector<float> scratch(scratch_size * parts);
   const KernelSet& chosen = kernels();
   const float* const q_data = q.data_ptr<float>();
   const float* const k_data = k.data_ptr<float>();
   const float* const v_data = v.data_ptr<float>();
   const bool* const mask_data = mask.data_ptr<bool>();
   float* const out_data = out.data_ptr<float>();
-  helpers().run(parts, [&](int part) {
-    for (int64_t index = groups * part / parts; index < groups * (part + 1) / parts; ++index) {
-      const int64_t b = index / kv_heads, kv_head = index % kv_heads, first_head = kv_head * group_heads;
-      const Group group{q_data + b * q.stride(0) + first_head * dim,
-                        out_data + (b * length * heads + first_head) * dim,
-                        q.stride(1),
-                        heads * dim,
-                        k_data + b * k.stride(0) + kv_head * k.stride(1),
-                        v_data + b * v.stride(0) + kv_head * v.stride(1),
-                        k.stride(2),
-                        v.stride(2),
-                        mask_data + b * total,
-                        length,
-                        total,
-                        group_heads,
-                        dim};
-      chosen.attend(group, scratch.data() + part * scratch_size);
-    }
-  });
+  run_groups(batch * kv_heads, static_cast<double>(group_heads) * length * total * dim, scratch_floats(dim, total),
+             [&](int64_t index, float* scratch) {
+               const int64_t b = index / kv_heads, kv_head = index % kv_heads, first_head = kv_head * group_heads;
+               const Group group{q_data + b * q.stride(0) + first_head * dim,
+                                 out_data + (b * length * heads + first_head) * dim,
+                                 q.stride(1),
+                                 heads * dim,
+                                 k_data + b * k.stride(0) + kv_head * k.stride(1),
+                                 v_data + b * v.stride(0) + kv_head * v.stride(1),
+                                 k.stride(2),
+                                 v.stride(2),
+                                 mask_data + b * total,
+                                 length,
+                                 total,
+                                 group_heads,
+                                 dim};
+               chosen.attend(group, scratch);
+             });
   return out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                                  const at::Tensor& key_mask, const at::Tensor& grad_out) {
+  const int64_t batch = q.size(0), length = q.size(1), heads = q.size(2), dim = q.size(3);
+  const int64_t kv_heads = k.size(1), total = k.size(2);
+  TORCH_CHECK(q.dim() == 4 && q.is_contiguous() && k.is_contiguous() && v.is_contiguous() && k.sizes() == v.sizes() &&
+                  k.size(0) == batch && k.size(3) == dim && heads % kv_heads == 0 && total >= length,
+              "attention_backward: q [B, L, H, D], k and v [B, KV, T, D], all contiguous");
+  TORCH_CHECK(key_mask.scalar_type() == at::kBool && key_mask.sizes() == at::IntArrayRef({batch, total}),
+              "attention_backward: key_mask [B, T] bool");
+  TORCH_CHECK(grad_out.is_contiguous() && grad_out.sizes() == at::IntArrayRef({batch, length, heads * dim}),
+              "attention_backward: grad_out [B, L, H * D] contiguous");
+  const at::Tensor mask = key_mask.contiguous();
+  at::Tensor grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
+  const int64_t group_heads = heads / kv_heads;
+  const KernelSet& chosen = kernels();
+  run_groups(batch * kv_heads, 2.5 * group_heads * length * total * dim, backward_scratch_floats(dim, total),
+             [&](int64_t index, float* scratch) {
+               const int64_t b = index / kv_heads, kv_head = index % kv_heads;
+               const int64_t query_at = (b * length * heads + kv_head * group_heads) * dim, key_at = (b * kv_heads + kv_head) * total * dim;
+               const GradGroup group{q.data_ptr<float>() + query_at,
+                                     grad_out.data_ptr<float>() + query_at,
+                                     grad_q.data_ptr<float>() + query_at,
+                                     heads * dim,
+                                     k.data_ptr<float>() + key_at,
+                                     v.data_ptr<float>() + key_at,
+                                     grad_k.data_ptr<float>() + key_at,
+                                     grad_v.data_ptr<float>() + key_at,
+                                     mask.data_ptr<bool>() + b * total,
+                                     length,
+                                     total,
+                                     group_heads,
+                                     dim};
+               chosen.attend_backward(group, scratch);
+             });
+  return {grad_q, grad_k, grad_v};
 }
 
 at::Tensor silu_gate(const at::Tensor& gate_up) {

@@ -2,7 +2,11 @@
 // Fused float32 kernels for the Qwen2 forward pass on CPU outside autograd (sampling, scoring, the
 // reference policy). Each does in one pass over memory what the torch expression in qwen2_model.cpp
 // does in several: for a model with 16-wide heads those passes, not the weight products, were most
-// of the forward's time. The torch expressions remain the path for autograd and other devices.
+// of the forward's time. Attention also has a backward, so training uses it under autograd too (the
+// torch expression spells the mask out per head, [B * H, L, T]); the other torch expressions remain
+// the path for autograd, and every torch expression the path for other devices and dtypes.
+#include <tuple>
+
 #include <ATen/core/Tensor.h>
 
 namespace turnrl::agents::cpu_kernels {
@@ -18,6 +22,9 @@ void set_threads(int threads);
 /** True when `x` is a float32 CPU tensor and autograd is off: the kernels below apply. */
 bool applies(const at::Tensor& x);
 
+/** True when `x` is a float32 CPU tensor: attention (and, under autograd, its backward) applies. */
+bool attention_applies(const at::Tensor& x);
+
 /** x * rsqrt(mean(x^2, -1) + eps) * weight over the last dimension. */
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
@@ -32,6 +39,14 @@ void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
  * sees no key gets zeros. Returns [B, L, H * D].
  */
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask);
+
+/**
+ * The gradients of attention()'s q, k and v given its output's gradient grad_out [B, L, H * D], for
+ * training: nothing of the forward is kept, each row's probabilities are computed again, so no
+ * [B, H, L, T] tensor is ever made. q [B, L, H, D], k and v [B, KV, T, D], all contiguous.
+ */
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                                  const at::Tensor& key_mask, const at::Tensor& grad_out);
 
 /** silu(gate) * up for gate_up [..., 2m] holding gate then up: returns [..., m]. */
 at::Tensor silu_gate(const at::Tensor& gate_up);

@@ -172,6 +172,56 @@ Qwen2AttentionImpl::Qwen2AttentionImpl(const ModelConfig& config)
 
 namespace {
 
+/** cpu_kernels::attention with cpu_kernels::attention_backward as its gradient. */
+class TrainableAttention : public torch::autograd::Function<TrainableAttention> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const torch::Tensor& key_mask) {
+    ctx->save_for_backward({q, k, v, key_mask});
+    return cpu_kernels::attention(q, k, v, key_mask);
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    auto [grad_q, grad_k, grad_v] = cpu_kernels::attention_backward(saved[0], saved[1], saved[2], saved[3], grads[0].contiguous());
+    return {grad_q, grad_k, grad_v, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor trainable_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_mask) {
+  return TrainableAttention::apply(q.contiguous(), k.contiguous(), v.contiguous(), key_mask);
+}
+
+torch::Tensor additive_mask(const torch::Tensor& key_mask, int64_t past, int64_t heads, torch::ScalarType dtype) {
+  const int64_t batch = key_mask.size(0), total = key_mask.size(1), length = total - past;
+  const auto options = torch::TensorOptions().device(key_mask.device());
+  const torch::Tensor query_index = torch::arange(past, total, options.dtype(torch::kInt64)).view({length, 1});
+  const torch::Tensor key_index = torch::arange(total, options.dtype(torch::kInt64)).view({1, total});
+  const torch::Tensor allowed = (key_index <= query_index).unsqueeze(0).unsqueeze(0) & key_mask.view({batch, 1, 1, total});
+  return torch::zeros({batch, heads, length, total}, options.dtype(dtype))
+      .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest())
+      .view({batch * heads, length, total});
+}
+
+torch::Tensor masked_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v, const torch::Tensor& additive) {
+  const int64_t batch = q.size(0), heads = q.size(1), length = q.size(2), dim = q.size(3);
+  if (k.size(1) != heads) {
+    k = k.repeat_interleave(heads / k.size(1), 1);
+    v = v.repeat_interleave(heads / v.size(1), 1);
+  }
+  // One batched product per step over batch x heads, the scale and the mask folded into it:
+  // the [B*H, L, T] scores are written once and read once by the softmax.
+  const int64_t total = k.size(2);
+  const torch::Tensor scores = torch::baddbmm(additive, q.reshape({batch * heads, length, dim}),
+                                              k.reshape({batch * heads, total, dim}).transpose(1, 2), 1.0,
+                                              1.0 / std::sqrt(static_cast<double>(dim)));
+  const torch::Tensor probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+  return torch::bmm(probs, v.reshape({batch * heads, total, dim})).view({batch, heads, length, dim}).transpose(1, 2).reshape({batch, length, heads * dim});
+}
+
+namespace {
+
 torch::Tensor rotate_half(const torch::Tensor& x) {
   const int64_t half = x.size(-1) / 2;
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
@@ -182,7 +232,9 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
                                           const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer) {
   const int64_t batch = x.size(0), length = x.size(1);
-  const bool fused = !mask.additive.defined();
+  // Fused: the CPU kernels outside autograd, q, k and v from one stacked product (no gradient reaches
+  // its stacked weights). Under autograd the projections and rotation are torch's.
+  const bool fused = cpu_kernels::applies(x) && !mask.additive.defined();
   torch::Tensor q, k, v;
   if (fused) {  // one product for q, k and v; their columns are views of its rows
     const auto [weight, bias] = qkv_->get({q_proj, k_proj, v_proj});
@@ -202,26 +254,16 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
     k = k * cos + rotate_half(k) * sin;
   }
   if (cache) std::tie(k, v) = cache->append(layer, k, v);
+  if (!fused && !mask.additive.defined()) {  // under autograd on the CPU: the fused kernel with its backward
+    const torch::Tensor out = trainable_attention(q.transpose(1, 2).contiguous(), k, v, mask.key_mask);
+    return residual + o_proj(out);
+  }
   if (fused) {
     const torch::Tensor out = cpu_kernels::attention(q, k, v, mask.key_mask);
     return torch::addmm(residual.reshape({batch * length, -1}), out.view({batch * length, -1}), o_proj->weight.t())
         .view(residual.sizes());
   }
-  if (kv_heads_ != heads_) {
-    k = k.repeat_interleave(heads_ / kv_heads_, 1);
-    v = v.repeat_interleave(heads_ / kv_heads_, 1);
-  }
-  // One batched product per step over batch x heads, the scale and the mask folded into it:
-  // the [B*H, L, T] scores are written once and read once by the softmax.
-  const int64_t total = k.size(2);
-  const torch::Tensor scores = torch::baddbmm(mask.additive, q.reshape({batch * heads_, length, head_dim_}),
-                                              k.reshape({batch * heads_, total, head_dim_}).transpose(1, 2), 1.0,
-                                              1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  const torch::Tensor probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
-  const torch::Tensor out = torch::bmm(probs, v.reshape({batch * heads_, total, head_dim_}))
-                                .view({batch, heads_, length, head_dim_})
-                                .transpose(1, 2)
-                                .reshape({batch, length, heads_ * head_dim_});
+  const torch::Tensor out = masked_attention(q, k, v, mask.additive);
   return residual + o_proj(out);
 }
 
@@ -328,17 +370,7 @@ torch::Tensor Qwen2ModelImpl::run(const torch::Tensor& ids, const torch::Tensor&
   // Query i (absolute index past + i) sees key j <= past + i that is a real token. The fused CPU
   // kernels read that rule from key_mask; the torch path needs it spelt out per head.
   AttentionMask mask{key_mask, {}};
-  if (!cpu_kernels::applies(h)) {
-    const auto options = torch::TensorOptions().device(ids.device());
-    const torch::Tensor query_index = torch::arange(past, total, options.dtype(torch::kInt64)).view({length, 1});
-    const torch::Tensor key_index = torch::arange(total, options.dtype(torch::kInt64)).view({1, total});
-    const torch::Tensor allowed =
-        (key_index <= query_index).unsqueeze(0).unsqueeze(0) & key_mask.view({batch, 1, 1, total});
-    const int64_t heads = config_.num_attention_heads;
-    mask.additive = torch::zeros({batch, heads, length, total}, options.dtype(h.scalar_type()))
-                        .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest())
-                        .view({batch * heads, length, total});
-  }
+  if (!cpu_kernels::attention_applies(h)) mask.additive = additive_mask(key_mask, past, config_.num_attention_heads, h.scalar_type());
   for (size_t i = 0; i < model->layers->size(); ++i) {
     h = model->layers[i]->as<Qwen2DecoderLayerImpl>()->forward(h, cos, sin, mask, cache, i);
   }

@@ -71,6 +71,17 @@ struct AttentionMask {
   torch::Tensor additive;  // [B * heads, L, cached + L], 0 or lowest: the torch path; undefined when fused
 };
 
+/** Attention on the CPU kernels for float32 CPU tensors under autograd: cpu_kernels::attention's
+ *  shapes and rule, cpu_kernels::attention_backward its gradient. */
+torch::Tensor trainable_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_mask);
+
+/** The rule of key_mask [B, past + L] (query i sees real key j <= past + i) spelt out per head for
+ *  masked_attention: [B * heads, L, past + L], 0 where seen, the lowest float elsewhere. */
+torch::Tensor additive_mask(const torch::Tensor& key_mask, int64_t past, int64_t heads, torch::ScalarType dtype);
+/** Attention as torch expressions, any device and dtype: q [B, H, L, D], k and v [B, KV, T, D],
+ *  additive from additive_mask; returns [B, L, H * D]. */
+torch::Tensor masked_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v, const torch::Tensor& additive);
+
 /**
  * Weights (and biases) of projections that read the same input, stacked so that one matrix
  * product computes them all. Rebuilt when a part changes (its version counter moves: a loaded
