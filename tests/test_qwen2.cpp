@@ -52,6 +52,18 @@ double max_abs_diff(const torch::Tensor& got, const json& expected) {
   return (got - want).abs().max().item<double>();
 }
 
+/** A two-layer model of 50 words with the given widths and heads. */
+ModelConfig small_config(int hidden, int heads, int kv_heads, int mlp) {
+  ModelConfig config;
+  config.vocab_size = 50;
+  config.hidden_size = hidden;
+  config.intermediate_size = mlp;
+  config.num_hidden_layers = 2;
+  config.num_attention_heads = heads;
+  config.num_key_value_heads = kv_heads;
+  return config;
+}
+
 }  // namespace
 
 TEST_CASE("logits and log-probs match Hugging Face for every case of every folder, on both paths") {
@@ -129,13 +141,7 @@ TEST_CASE("the fused CPU kernels equal the torch path: GQA, head sizes, left pad
   // enough that the fused path takes its rows in several chunks (8 x 40 rows > 256).
   for (const auto& [hidden, heads, kv_heads, mlp] :
        {std::tuple{64, 4, 2, 96}, std::tuple{128, 2, 1, 96}, std::tuple{48, 4, 4, 96}, std::tuple{64, 4, 2, 1024}}) {
-    ModelConfig config;
-    config.vocab_size = 50;
-    config.hidden_size = hidden;
-    config.intermediate_size = mlp;
-    config.num_hidden_layers = 2;
-    config.num_attention_heads = heads;
-    config.num_key_value_heads = kv_heads;
+    const ModelConfig config = small_config(hidden, heads, kv_heads, mlp);
     INFO("hidden " << hidden << ", heads " << heads << ", kv heads " << kv_heads << ", mlp " << mlp);
     Qwen2Model model(config, false);
     {
@@ -254,13 +260,7 @@ TEST_CASE("trainable attention: gradients equal autograd through a plain softmax
 
   // The model's parameter gradients through the kernel equal those of the torch path (a float64
   // copy: the kernels take float32 only) on a left-padded batch.
-  ModelConfig config;
-  config.vocab_size = 50;
-  config.hidden_size = 64;
-  config.intermediate_size = 96;
-  config.num_hidden_layers = 2;
-  config.num_attention_heads = 4;
-  config.num_key_value_heads = 2;
+  const ModelConfig config = small_config(64, 4, 2, 96);
   Qwen2Model model(config, false), reference(config, false);
   {
     torch::NoGradGuard no_grad;

@@ -290,6 +290,19 @@ template <int Lanes, int Rows>
   for (; column < s.value_stride; column += Lanes) accumulate_values<Lanes, Rows, 1>(s, keys_seen, column, out, normaliser, dim);
 }
 
+// Row t of a [total, dim] matrix (at src + t * row_stride) into column t of dst [dim][keys].
+inline void transpose_rows(const float* src, int64_t row_stride, int64_t total, int64_t dim, int64_t keys, float* dst) {
+  for (int64_t t = 0; t < total; ++t) {
+    for (int64_t d = 0; d < dim; ++d) dst[d * keys + t] = src[t * row_stride + d];
+  }
+}
+
+// bias[t]: 0 for a real key, -inf for padding and for the columns t >= total up to keys.
+inline void key_bias(const bool* key_mask, int64_t total, int64_t keys, float* bias) {
+  for (int64_t t = 0; t < total; ++t) bias[t] = key_mask[t] ? 0.0f : -kInf;
+  std::fill(bias + total, bias + keys, -kInf);
+}
+
 template <int Lanes>
 [[gnu::always_inline]] inline void attend(const Group& g, float* scratch) {
   const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes), value_stride = round_up(dim, Lanes);
@@ -297,12 +310,9 @@ template <int Lanes>
   float* const values = keys_t + dim * keys;
   float* const bias = values + keys * value_stride;
   std::fill(keys_t, bias, 0.0f);
-  for (int64_t t = 0; t < g.total; ++t) {
-    for (int64_t d = 0; d < dim; ++d) keys_t[d * keys + t] = g.k[t * g.k_row_stride + d];
-    std::memcpy(values + t * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
-    bias[t] = g.key_mask[t] ? 0.0f : -kInf;
-  }
-  std::fill(bias + g.total, bias + keys, -kInf);
+  transpose_rows(g.k, g.k_row_stride, g.total, dim, keys, keys_t);
+  for (int64_t t = 0; t < g.total; ++t) std::memcpy(values + t * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
+  key_bias(g.key_mask, g.total, keys, bias);
   const GroupScratch s{keys_t, values, bias, bias + keys, keys, value_stride};
   // Wide tiles where the registers allow, single rows for the rest (a decoding step has few rows).
   constexpr int kWide = Lanes == 16 ? 8 : 4;
@@ -348,14 +358,9 @@ template <int Lanes>
   float* const probs = bias + keys;
   float* const grad_probs = probs + keys;
   std::fill(keys_t, bias, 0.0f);
-  for (int64_t t = 0; t < g.total; ++t) {
-    for (int64_t d = 0; d < dim; ++d) {
-      keys_t[d * keys + t] = g.k[t * dim + d];
-      values_t[d * keys + t] = g.v[t * dim + d];
-    }
-    bias[t] = g.key_mask[t] ? 0.0f : -kInf;
-  }
-  std::fill(bias + g.total, bias + keys, -kInf);
+  transpose_rows(g.k, dim, g.total, dim, keys, keys_t);
+  transpose_rows(g.v, dim, g.total, dim, keys, values_t);
+  key_bias(g.key_mask, g.total, keys, bias);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim)), scale2 = kLog2e * scale;  // as the forward: base 2
   V lane_index;
   for (int l = 0; l < Lanes; ++l) lane_index[l] = static_cast<float>(l);

@@ -254,16 +254,14 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
     k = k * cos + rotate_half(k) * sin;
   }
   if (cache) std::tie(k, v) = cache->append(layer, k, v);
-  if (!fused && !mask.additive.defined()) {  // under autograd on the CPU: the fused kernel with its backward
-    const torch::Tensor out = trainable_attention(q.transpose(1, 2).contiguous(), k, v, mask.key_mask);
-    return residual + o_proj(out);
-  }
   if (fused) {
     const torch::Tensor out = cpu_kernels::attention(q, k, v, mask.key_mask);
     return torch::addmm(residual.reshape({batch * length, -1}), out.view({batch * length, -1}), o_proj->weight.t())
         .view(residual.sizes());
   }
-  const torch::Tensor out = masked_attention(q, k, v, mask.additive);
+  // No additive mask: float32 on the CPU under autograd, the kernel with its backward.
+  const torch::Tensor out = mask.additive.defined() ? masked_attention(q, k, v, mask.additive)
+                                                    : trainable_attention(q.transpose(1, 2), k, v, mask.key_mask);
   return residual + o_proj(out);
 }
 
