@@ -22,6 +22,9 @@ struct AgentPrompt {
   const std::vector<envs::ActionSpec>* actions = nullptr;
   /** Per-request seed so that a reply does not depend on which batch the prompt landed in. */
   uint64_t seed = 0;
+  /** The env the prompt describes, in its state at this turn, for agents that read the state (the
+   *  scripted expert); null where the episode runs elsewhere. */
+  const envs::Env* env = nullptr;
 };
 
 struct AgentReply {

@@ -9,8 +9,6 @@ namespace turnrl::agents {
 
 namespace {
 
-constexpr std::string_view kPlaceholder = "{action}";
-
 /** FNV-1a: a hash that is the same on every platform and run, so a text keeps its action. */
 uint64_t stable_hash(std::string_view text) {
   uint64_t hash = 0xcbf29ce484222325ULL;
@@ -22,9 +20,6 @@ uint64_t stable_hash(std::string_view text) {
 
 RandomAgent::RandomAgent(std::string reply_template, double keyed_share)
     : reply_template_(std::move(reply_template)), keyed_share_(keyed_share) {
-  if (reply_template_.find(kPlaceholder) == std::string::npos) {
-    throw std::invalid_argument("reply template '" + reply_template_ + "' has no {action}");
-  }
   if (!(keyed_share_ >= 0.0 && keyed_share_ <= 1.0)) throw std::invalid_argument("random agent: keyed share must be in [0, 1]");
 }
 
@@ -38,12 +33,8 @@ std::vector<AgentReply> RandomAgent::act(const std::vector<AgentPrompt>& prompts
     if (keyed_share_ > 0.0 && !prompt.messages.empty() && std::uniform_real_distribution<double>(0.0, 1.0)(rng) < keyed_share_) {
       pick = stable_hash(prompt.messages.back().content) % prompt.actions->size();
     }
-    const std::string& action = (*prompt.actions)[pick].name;
     AgentReply reply;
-    reply.text = reply_template_;
-    for (size_t at = reply.text.find(kPlaceholder); at != std::string::npos; at = reply.text.find(kPlaceholder, at + action.size())) {
-      reply.text.replace(at, kPlaceholder.size(), action);
-    }
+    reply.text = reply_template_.fill((*prompt.actions)[pick].name);
     replies.push_back(std::move(reply));
   }
   return replies;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "agents/agent.h"
+#include "agents/reply_template.h"
 
 namespace turnrl::agents {
 
@@ -20,7 +21,7 @@ class RandomAgent : public Agent {
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
 
  private:
-  std::string reply_template_;
+  ReplyTemplate reply_template_;
   double keyed_share_;
 };
 

@@ -12,8 +12,10 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "agents/expert_agent.h"
 #include "agents/http_agent.h"
 #include "agents/random_agent.h"
+#include "envs/expert.h"
 #include "envs/registry.h"
 #include "rollout_test_env.h"
 #include "tools/openai_stub_server.h"
@@ -480,6 +482,37 @@ TEST_CASE("episode runner: every job once, whole episodes, text recorded") {
                           }
                         });
   CHECK(keys.size() == 7u);
+}
+
+TEST_CASE("episode runner: the expert agent answers each prompt from the state that prompt shows") {
+  agents::ExpertAgent agent("ACTION: {action}");
+  std::vector<trainer::EpisodeJob> jobs;
+  for (size_t k = 0; k < 3; ++k) jobs.push_back({"crafter/balrog", 500 + k, k});
+  trainer::EpisodeRunnerConfig config;
+  config.parallel_episodes = 3;
+  config.turn.max_turns = 60;
+  config.turn.reply_format = envs::ReplyFormat::kActionTag;
+  size_t episodes = 0;
+  trainer::run_episodes(jobs, [](const std::string& id) { return envs::make_env(id); }, agent, config, [&](trainer::EpisodeLog&& log) {
+    // Replaying the episode alone, the expert gives the same action in every state.
+    auto env = envs::make_env(log.job.env_id);
+    env->reset(log.job.seed);
+    std::set<std::string> actions;
+    for (size_t t = 0; t < log.turns.size(); ++t) {
+      const int expected = envs::expert_action(*env, trainer::episode_turn_seed(log.job.seed, static_cast<int>(t)));
+      const std::string& name = env->actions()[static_cast<size_t>(expected)].name;
+      CHECK(log.turns[t].reply == "ACTION: " + name);
+      CHECK(log.turns[t].action == name);
+      actions.insert(name);
+      env->step(expected);
+    }
+    CHECK(actions.size() >= 4u);  // it moves, collects and crafts: not one fixed reply
+    ++episodes;
+  });
+  CHECK(episodes == 3u);
+  agents::AgentPrompt detached;
+  CHECK_THROWS_WITH(agent.act({detached}), doctest::Contains("does not carry its env"));
+  CHECK_THROWS_AS(agents::ExpertAgent("no placeholder"), std::invalid_argument);
 }
 
 TEST_CASE("episode runner: at most parallel_episodes at once; a failed request ends its episode") {

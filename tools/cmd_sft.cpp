@@ -42,18 +42,19 @@ int run_sft(int argc, char** argv) {
 
 int run_make_sft_data(int argc, char** argv) {
   CLI::App app{"Write format data for `turnrl sft`: episodes of a training config's tasks played with random actions\n"
-               "(a share of them keyed on the observation), each turn one transcript (the prompt exactly as training builds it, then a reply from the template).\n"
+               "(a share of them keyed on the observation) or by the env's scripted expert, each turn one transcript (the prompt exactly as training builds it, then a reply from the template).\n"
                "Seeds default to the top of the config's training block and may never be its evaluation seeds.",
                "turnrl make-sft-data"};
   std::string config_path, out, model;
   int episodes = 0;
-  std::string reply_template;
+  std::string reply_template, policy;
   double keyed_share = -1.0;
   uint64_t first_seed = 0;
   app.add_option("--config", config_path, "a training config (tasks, env options, turn settings)")->required()->check(CLI::ExistingFile);
   app.add_option("--out", out, "output JSON Lines file")->required();
   app.add_option("--episodes", episodes, "episodes to play (default: the config's format.episodes)")->check(CLI::PositiveNumber);
   app.add_option("--template", reply_template, "reply with {action} (default: the config's format.reply_template)");
+  app.add_option("--policy", policy, "random or expert (default: the config's format.policy)")->check(CLI::IsMember({"random", "expert"}));
   app.add_option("--keyed-share", keyed_share, "share of actions keyed on the observation (default: the config's format.keyed_share)")
       ->check(CLI::Range(0.0, 1.0));
   auto* seed_option = app.add_option("--first-seed", first_seed, "seed of the first episode (default: top of the training block)");
@@ -62,6 +63,7 @@ int run_make_sft_data(int argc, char** argv) {
   trainer::TrainConfig config = trainer::TrainConfig::load(config_path);
   if (episodes > 0) config.format.episodes = episodes;
   if (!reply_template.empty()) config.format.reply_template = reply_template;
+  if (!policy.empty()) config.format.policy = policy;
   if (keyed_share >= 0.0) config.format.keyed_share = keyed_share;
   if (model.empty()) model = config.model.path;
   const agents::Tokenizer tokenizer = agents::Tokenizer::load(model);

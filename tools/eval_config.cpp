@@ -18,7 +18,7 @@ constexpr int kLocalMaxTokens = 64;
 EvalModel read_model(ConfigSection section) {
   EvalModel model;
   section.read("name", model.name);
-  section.read("type", model.type, trainer::one_of({"random", "human", "http", "llm"}), "must be random, human, http or llm");
+  section.read("type", model.type, trainer::one_of({"random", "expert", "human", "http", "llm"}), "must be random, expert, human, http or llm");
   section.read("base_url", model.base_url);
   section.read("model", model.model);
   section.read("api_key_env", model.api_key_env);
@@ -31,7 +31,7 @@ EvalModel read_model(ConfigSection section) {
   section.read("max_new_tokens", model.max_new_tokens, trainer::positive<int>(), "must be > 0");
   section.finish();
   if (model.name.empty()) section.fail("name", "is required");
-  if (model.type.empty()) section.fail("type", "is required (random, human, http or llm)");
+  if (model.type.empty()) section.fail("type", "is required (random, expert, human, http or llm)");
   if (model.type == "http" && (model.base_url.empty() || model.model.empty())) section.fail("base_url", "and model are required for type http");
   if (model.type == "llm" && model.path.empty()) section.fail("path", "is required for type llm");
   if (model.max_new_tokens == 0) model.max_new_tokens = model.type == "http" ? kBalrogMaxTokens : kLocalMaxTokens;

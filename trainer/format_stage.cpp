@@ -47,6 +47,7 @@ SftDataSpec format_data_spec(const TrainConfig& c, const std::string& model_dir,
   data.env_options = c.env.options;
   data.turn = c.turn;
   data.reply_template = c.format.reply_template;
+  data.policy = c.format.policy;
   data.keyed_share = c.format.keyed_share;
   data.episodes = c.format.episodes;
   // The top of the run's training block: seeds evaluation never uses (TrainConfig::load checks).

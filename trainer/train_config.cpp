@@ -78,6 +78,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   ConfigSection format = root.section("format");
   format.read("model", c.format.model);
   format.read("reply_template", c.format.reply_template);
+  format.read("policy", c.format.policy, one_of({"random", "expert"}), "must be random or expert");
   format.read("keyed_share", c.format.keyed_share, unit_interval(), "must be in [0, 1]");
   format.read("episodes", c.format.episodes, positive<int>(), "must be > 0");
   format.read("epochs", c.format.epochs, positive<int>(), "must be > 0");
@@ -206,7 +207,8 @@ std::string TrainConfig::to_yaml() const {
       << YAML::Key << "threads" << YAML::Value << model.threads << YAML::EndMap;
   if (!format.model.empty()) {
     out << YAML::Key << "format" << YAML::Value << YAML::BeginMap << YAML::Key << "model" << YAML::Value << format.model << YAML::Key
-        << "reply_template" << YAML::Value << format.reply_template << YAML::Key << "keyed_share" << YAML::Value
+        << "reply_template" << YAML::Value << format.reply_template << YAML::Key << "policy" << YAML::Value << format.policy
+        << YAML::Key << "keyed_share" << YAML::Value
         << format.keyed_share << YAML::Key << "episodes" << YAML::Value << format.episodes
         << YAML::Key << "epochs" << YAML::Value << format.epochs << YAML::Key << "lr" << YAML::Value << format.lr << YAML::Key
         << "batch_size" << YAML::Value << format.batch_size << YAML::EndMap;

@@ -22,11 +22,14 @@ struct TrainConfig {
     int threads = 2;
   } model;
   /** The format stage (optional, `format:`): supervised fine-tuning of model.path on template
-   *  replies of random actions (trainer/format_stage.*), so a model that cannot yet write the reply
-   *  format learns it before PPO. PPO then starts from, and keeps its KL reference at, `model`. */
+   *  replies of random actions or of the env's scripted expert (trainer/format_stage.*), so a model
+   *  that cannot yet write the reply format learns it before PPO (and, from the expert, how to
+   *  play). PPO then starts from, and keeps its KL reference at, `model`. */
   struct Format {
     std::string model;  // the stage's output folder; empty: no stage. A folder that holds a model is reused
     std::string reply_template = "ACTION: {action}";
+    /** Who plays the stage's episodes: "random" (keyed_share applies) or "expert" (envs/expert.h). */
+    std::string policy = "random";
     /** Share of the random actions keyed on the observation: a format stage whose actions ignore
      *  the observation teaches the model to ignore it, and PPO cannot undo that (test_learning). */
     double keyed_share = 0.5;

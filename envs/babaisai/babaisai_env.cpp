@@ -56,25 +56,8 @@ StepResult BabaIsAIEnv::step(int action) {
 
 std::string BabaIsAIEnv::serialize_state() const {
   require_reset();
-  const Grid& grid = world_.grid;
   StateWriter out;
-  out.put(grid.width());
-  out.put(grid.height());
-  for (int y = 0; y < grid.height(); ++y) {
-    for (int x = 0; x < grid.width(); ++x) {
-      const std::vector<ObjectId>& stack = grid.stack(Pos{x, y});
-      out.put(stack.size());
-      for (const ObjectId id : stack) {
-        const Object& obj = world_.objects[id];
-        out.put(obj.kind);
-        out.put(obj.thing);
-        out.put(obj.property);
-        out.put(obj.color);
-        out.put(obj.dir);
-        out.put(obj.has_moved);  // a stale flag can make a "you" thing uncovered mid-step skip its move
-      }
-    }
-  }
+  world_.write_grid(out);
   out.put(you_pos_.x);
   out.put(you_pos_.y);
   out.put(level_was_reset_);

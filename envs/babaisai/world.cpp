@@ -152,4 +152,24 @@ void World::apply_replacements() {
   }
 }
 
+void World::write_grid(StateWriter& out) const {
+  out.put(grid.width());
+  out.put(grid.height());
+  for (int y = 0; y < grid.height(); ++y) {
+    for (int x = 0; x < grid.width(); ++x) {
+      const std::vector<ObjectId>& stack = grid.stack(Pos{x, y});
+      out.put(stack.size());
+      for (const ObjectId id : stack) {
+        const Object& obj = objects[id];
+        out.put(obj.kind);
+        out.put(obj.thing);
+        out.put(obj.property);
+        out.put(obj.color);
+        out.put(obj.dir);
+        out.put(obj.has_moved);  // a stale flag can make a "you" thing uncovered mid-step skip its move
+      }
+    }
+  }
+}
+
 }  // namespace turnrl::envs::babaisai

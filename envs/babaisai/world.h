@@ -6,6 +6,7 @@
 #include "envs/babaisai/grid.h"
 #include "envs/babaisai/objects.h"
 #include "envs/babaisai/rules.h"
+#include "envs/common/state_writer.h"
 
 namespace turnrl::envs::babaisai {
 
@@ -57,6 +58,8 @@ struct World {
   MoveOutcome move(Pos pos, int dir);
   /** One step of the original env (step_count, movement, reward, rules, replacements). */
   StepOutcome step(int action);
+  /** Every cell's stack by object content (pool ids left out: they only name objects). */
+  void write_grid(StateWriter& out) const;
 
  private:
   void open_shut(Pos pos, Pos fwd);

@@ -34,6 +34,7 @@ void run_episodes(const std::vector<EpisodeJob>& jobs,
         agents::AgentPrompt prompt;
         prompt.messages = env.prompt(count);
         prompt.actions = &env.env().actions();
+        prompt.env = &env.env();
         prompt.seed = episode_turn_seed(log.job.seed, env.turn());
         TurnLog& turn = log.turns.emplace_back();
         turn.prompt = prompt.messages;

@@ -116,6 +116,7 @@ agents::AgentPrompt Rollout::prompt_of(int index, std::vector<memory::ChatMessag
   agents::AgentPrompt prompt;
   prompt.messages = std::move(messages);
   prompt.actions = &slot.env->env().actions();
+  prompt.env = &slot.env->env();
   prompt.seed = mix(config_.seed ^ slot.episode_id, static_cast<uint64_t>(slot.env->turn()) + 0x5bd1e995ULL);
   return prompt;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Format data for supervised fine-tuning (`turnrl make-sft-data`, a config's format stage): episodes
-// played by the random agent writing its replies from a template (a share of its actions keyed on
-// the observation, so the model learns to read it), each turn saved as one chat
+// played by the random agent (a share of its actions keyed on the observation, so the model learns
+// to read it) or by the env's scripted expert, writing replies from a template, each turn saved as one chat
 // transcript (the prompt exactly as training builds it, then the reply) in JSON Lines:
 // {"messages": [{"role": ..., "content": ...}, ..., {"role": "assistant", "content": reply}]}.
 #include <cstdint>
@@ -20,7 +20,8 @@ struct SftDataSpec {
   nlohmann::json env_options = nlohmann::json::object();
   TurnSettings turn;
   std::string reply_template = "ACTION: {action}";
-  /** The share of turns whose action is the observation's own fixed random action (RandomAgent). */
+  std::string policy = "random";  // or "expert": the env's scripted expert (envs/expert.h)
+  /** With the random policy, the share of turns whose action is the observation's own fixed random action (RandomAgent). */
   double keyed_share = 0.0;
   uint64_t first_seed = 0;  // episode i uses first_seed + i: keep it away from evaluation seeds
   int episodes = 0;

@@ -1,0 +1,24 @@
+#include "agents/expert_agent.h"
+
+#include <stdexcept>
+
+#include "envs/expert.h"
+
+namespace turnrl::agents {
+
+ExpertAgent::ExpertAgent(std::string reply_template) : reply_template_(std::move(reply_template)) {}
+
+std::vector<AgentReply> ExpertAgent::act(const std::vector<AgentPrompt>& prompts) {
+  std::vector<AgentReply> replies;
+  replies.reserve(prompts.size());
+  for (const auto& prompt : prompts) {
+    if (!prompt.env) throw std::invalid_argument("expert agent: the prompt does not carry its env (only local episodes do)");
+    const envs::Env& env = *prompt.env;
+    AgentReply reply;
+    reply.text = reply_template_.fill(env.actions().at(static_cast<size_t>(envs::expert_action(env, prompt.seed))).name);
+    replies.push_back(std::move(reply));
+  }
+  return replies;
+}
+
+}  // namespace turnrl::agents

@@ -1,0 +1,23 @@
+#pragma once
+// The scripted expert of the prompt's env (envs/expert.h) as an agent: it reads the env's state
+// through AgentPrompt::env and writes its action into a reply template. It writes a format
+// stage's demonstrations (`format.policy: expert`) and can be evaluated like any agent.
+#include <string>
+
+#include "agents/agent.h"
+#include "agents/reply_template.h"
+
+namespace turnrl::agents {
+
+class ExpertAgent : public Agent {
+ public:
+  explicit ExpertAgent(std::string reply_template = "{action}");
+  std::string name() const override { return "expert"; }
+  /** Throws std::invalid_argument for a prompt without its env or whose env has no expert. */
+  std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
+
+ private:
+  ReplyTemplate reply_template_;
+};
+
+}  // namespace turnrl::agents
