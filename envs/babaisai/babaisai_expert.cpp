@@ -14,10 +14,10 @@ namespace {
 
 /** States one search may visit (about 0.5 s on one core). Most levels' wins lie within it from
  *  the start; where none does (two_room-make_win, measured: 0 of 2 seeds, nor with 400,000 states
- *  in 4 minutes) the expert moves at random and searches again from each new state. */
+ *  in 4 minutes) the expert moves at random. */
 constexpr size_t kMaxStates = 30000;
-/** Remembered plan steps (per thread) before the memory starts afresh. */
-constexpr size_t kMaxPlanSteps = 1 << 20;
+/** Remembered states (per thread) before the memory starts afresh. */
+constexpr size_t kMaxRemembered = 1 << 22;
 
 uint64_t state_hash(const World& world) {
   StateWriter out;
@@ -25,22 +25,31 @@ uint64_t state_hash(const World& world) {
   return std::hash<std::string>{}(out.take());
 }
 
-/** The next move of each state on a win found earlier, by state: a search per episode rather than
- *  per turn. Any move on a shortest win is the expert's move, so following a found plan gives the
- *  same kind of answer as searching again. */
-std::unordered_map<uint64_t, int>& plan_steps() {
-  thread_local std::unordered_map<uint64_t, int> steps;
-  return steps;
+/** What earlier searches found, by state: a search per episode rather than per turn.
+ *  - the next move of each state on a win found earlier: any move on a shortest win is the
+ *    expert's move, so following a found plan gives the same kind of answer as searching again;
+ *  - kNoPlan for every state a failed search visited: a search from one of them would see much
+ *    the same states and fail again, so the expert moves at random at once. */
+constexpr int kNoPlan = -1;
+std::unordered_map<uint64_t, int>& remembered() {
+  thread_local std::unordered_map<uint64_t, int> states;
+  return states;
 }
 
 void remember_plan(const World& start, const std::vector<int>& moves) {
-  auto& steps = plan_steps();
-  if (steps.size() + moves.size() > kMaxPlanSteps) steps.clear();
+  auto& states = remembered();
+  if (states.size() + moves.size() > kMaxRemembered) states.clear();
   World world = start;
   for (const int move : moves) {
-    steps[state_hash(world)] = move;
+    states[state_hash(world)] = move;
     world.step(move);
   }
+}
+
+void remember_failure(const std::unordered_set<uint64_t>& visited) {
+  auto& states = remembered();
+  if (states.size() + visited.size() > kMaxRemembered) states.clear();
+  for (const uint64_t hash : visited) states.emplace(hash, kNoPlan);
 }
 
 }  // namespace
@@ -48,7 +57,11 @@ void remember_plan(const World& start, const std::vector<int>& moves) {
 int expert_action(const BabaIsAIEnv& env, uint64_t seed) {
   const World& start = env.world();
   const uint64_t start_hash = state_hash(start);
-  if (const auto known = plan_steps().find(start_hash); known != plan_steps().end()) return known->second;
+  std::mt19937_64 rng(seed);
+  auto random_move = [&rng] { return std::uniform_int_distribution<int>(kUp, kLeft)(rng); };
+  if (const auto known = remembered().find(start_hash); known != remembered().end()) {
+    return known->second == kNoPlan ? random_move() : known->second;
+  }
   struct Node {
     World world;
     std::vector<int> moves;
@@ -72,8 +85,8 @@ int expert_action(const BabaIsAIEnv& env, uint64_t seed) {
       if (seen.insert(state_hash(next.world)).second) frontier.push_back(std::move(next));
     }
   }
-  std::mt19937_64 rng(seed);
-  return std::uniform_int_distribution<int>(kUp, kLeft)(rng);
+  remember_failure(seen);
+  return random_move();
 }
 
 }  // namespace turnrl::envs::babaisai
