@@ -168,6 +168,17 @@ TEST_CASE("clipped policy loss, dual clip and the clipped value loss") {
   CHECK(value_loss(values, old_values, returns, vmask, weights, 0.5).item<double>() == doctest::Approx(1.0));
 }
 
+namespace {
+/** A REINFORCE++ learner (no critic: the actor's update alone) over the tiny model in `dir`. */
+void init_actor_only_learner(LearnerState& learner, const std::string& dir) {
+  learner.estimator = Estimator::kReinforcePlusPlus;
+  learner.actor = turnrl::agents::load_qwen2(dir, false, torch::kCPU);
+  learner.critic = turnrl::agents::load_qwen2(dir, true, torch::kCPU);
+  learner.actor_optimizer = std::make_unique<torch::optim::AdamW>(learner.actor->parameters(), torch::optim::AdamWOptions(1e-3));
+  learner.critic_optimizer = std::make_unique<torch::optim::AdamW>(learner.critic->parameters(), torch::optim::AdamWOptions(1e-3));
+}
+}  // namespace
+
 TEST_CASE("the trainer's update clips the actor's gradient norm") {
   const std::string dir = "/tmp/turnrl_clip_test/model";
   std::filesystem::remove_all("/tmp/turnrl_clip_test");
@@ -177,11 +188,7 @@ TEST_CASE("the trainer's update clips the actor's gradient norm") {
     learner.config.ppo.grad_clip = max_norm;
     learner.config.ppo.epochs = 1;
     learner.config.ppo.minibatch = 4;
-    learner.estimator = Estimator::kReinforcePlusPlus;  // no critic: the actor's update alone
-    learner.actor = turnrl::agents::load_qwen2(dir, false, torch::kCPU);
-    learner.critic = turnrl::agents::load_qwen2(dir, true, torch::kCPU);
-    learner.actor_optimizer = std::make_unique<torch::optim::AdamW>(learner.actor->parameters(), torch::optim::AdamWOptions(1e-3));
-    learner.critic_optimizer = std::make_unique<torch::optim::AdamW>(learner.critic->parameters(), torch::optim::AdamWOptions(1e-3));
+    init_actor_only_learner(learner, dir);
     RolloutBatch batch;
     batch.n_env = 2;
     batch.e_len = 2;
@@ -209,6 +216,41 @@ TEST_CASE("the trainer's update clips the actor's gradient norm") {
       CHECK(std::sqrt(norm) == doctest::Approx(metrics.at("grad_norm").get<double>()).epsilon(1e-3));  // untouched
     }
   }
+}
+
+TEST_CASE("length-grouped mini-batches pad less and still train on every row") {
+  const std::string dir = "/tmp/turnrl_group_test/model";
+  std::filesystem::remove_all("/tmp/turnrl_group_test");
+  turnrl::agents::write_new_model("tiny", dir, 3, "");
+  std::map<bool, double> padding;
+  for (const bool grouped : {false, true}) {
+    LearnerState learner;
+    learner.config.ppo.epochs = 3;
+    learner.config.ppo.minibatch = 4;
+    learner.config.ppo.group_by_length = grouped;
+    init_actor_only_learner(learner, dir);
+    RolloutBatch batch;
+    batch.n_env = 4;
+    batch.e_len = 4;
+    TrainingTargets targets;
+    for (int i = 0; i < 16; ++i) {
+      TurnRecord turn;
+      turn.prompt_ids.assign(i % 2 == 0 ? 4 : 60, 5);  // short and long prompts interleaved
+      turn.response_ids = {8, 9};
+      batch.turns.push_back(turn);
+      targets.old_logprobs.push_back({-5.0f, -5.0f});
+      targets.advantages.push_back({1.0f, -1.0f});
+      targets.old_values.emplace_back();
+      targets.returns.emplace_back();
+    }
+    const torch::Tensor before = learner.actor->parameters().front().clone();
+    const nlohmann::json metrics = ppo_update(learner, batch, targets, true, batch.turns.size());
+    padding[grouped] = metrics.at("update_padding").get<double>();
+    CHECK_FALSE(torch::equal(before, learner.actor->parameters().front()));
+  }
+  INFO("padding ungrouped " << padding[false] << ", grouped " << padding[true]);
+  CHECK(padding[true] == doctest::Approx(0.0));  // each mini-batch holds rows of one length
+  CHECK(padding[false] > 0.2);
 }
 
 TEST_CASE("configs validate every key and name the file and line") {
@@ -248,6 +290,8 @@ TEST_CASE("configs validate every key and name the file and line") {
              "v.yaml:5: env.n_env: must be at least the number of tasks");
   // Found with tests/fuzz/fuzz_config: an option name that is not UTF-8 made to_yaml() throw a json::type_error.
   fails_with("u.yaml", base + "env:\n  options: {n\xf9m: 2}\n", "u.yaml:4: env.options: must be UTF-8 text");
+  fails_with("w.yaml", base + "format:\n  model: /tmp/f\n  tasks: [babyai/open]\nenv:\n  id: babyai/goto\n",
+             "w.yaml:5: format.tasks: names 'babyai/open', which is not one of env.id");
   const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
   CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
   TrainConfig::Env grouped = mix.env;
@@ -259,6 +303,9 @@ TEST_CASE("configs validate every key and name the file and line") {
   const TrainConfig reloaded = TrainConfig::load(write_config("l.yaml", tiny.to_yaml()));
   CHECK(reloaded.to_yaml() == tiny.to_yaml());
   CHECK(reloaded.turn.layout == TurnLayout::kCompact);
+  const TrainConfig baba = TrainConfig::load(std::string(TURNRL_SOURCE_DIR) + "/configs/babaisai-verlog-tiny.yaml");
+  CHECK_FALSE(baba.format.tasks.empty());
+  CHECK(TrainConfig::load(write_config("l2.yaml", baba.to_yaml())).to_yaml() == baba.to_yaml());
   // A missing model folder without a preset is refused before any work starts, on stderr.
   const std::string command = std::string(TURNRL_BINARY) + " train --config " + write_config("g.yaml", "model:\n  path: /tmp/no/such/model\n") +
                               " >/tmp/turnrl_configs/out.txt 2>/tmp/turnrl_configs/err.txt";

@@ -43,7 +43,7 @@ void make_format_model(const TrainConfig& c) {
 SftDataSpec format_data_spec(const TrainConfig& c, const std::string& model_dir, const agents::Tokenizer& tokenizer) {
   const int context = agents::ModelConfig::load(model_dir + "/config.json").max_position_embeddings;
   SftDataSpec data;
-  data.tasks = c.env.ids;
+  data.tasks = c.format.tasks.empty() ? c.env.ids : c.format.tasks;
   data.env_options = c.env.options;
   data.turn = c.turn;
   data.reply_template = c.format.reply_template;

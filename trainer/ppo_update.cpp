@@ -67,8 +67,22 @@ struct MiniBatch {
   double value_positions = 0;  // the value loss's: L + 1 per turn
 };
 
+/** The combined rows' token counts (prompt and response), the same on every rank. */
+std::vector<double> combined_lengths(ProcessGroup* ranks, const RolloutBatch& batch, const CombinedRows& combined) {
+  std::vector<double> lengths(combined.total, 0.0);
+  for (size_t c = 0; c < combined.total; ++c) {
+    if (const int64_t row = combined.local[c]; row >= 0) {
+      lengths[c] = static_cast<double>(batch.turns[row].prompt_ids.size() + batch.turns[row].response_ids.size());
+    }
+  }
+  if (ranks) ranks->sum(lengths);
+  return lengths;
+}
+
 /** Every epoch's shuffled mini-batches of at most `max_rows` combined rows; their counts cross the
- *  ranks in one message. */
+ *  ranks in one message. With `ppo.group_by_length`, rows of like length share a mini-batch (a
+ *  forward pads every row to the longest), ties broken by the shuffle, and the epoch's mini-batches
+ *  run in shuffled order, so no epoch goes from short rows to long ones. */
 std::vector<MiniBatch> plan_minibatches(LearnerState& learner, const RolloutBatch& batch, size_t max_rows) {
   const TrainConfig::Ppo& ppo = learner.config.ppo;
   const CombinedRows combined = combined_rows(learner.ranks.get(), batch);
@@ -76,10 +90,14 @@ std::vector<MiniBatch> plan_minibatches(LearnerState& learner, const RolloutBatc
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), learner.shuffle_rng);
   if (max_rows < order.size()) order.resize(max_rows);
+  std::vector<double> lengths;
+  if (ppo.group_by_length) lengths = combined_lengths(learner.ranks.get(), batch, combined);
   std::vector<MiniBatch> plan;
   const size_t minibatch = static_cast<size_t>(ppo.minibatch);
   for (int epoch = 0; epoch < ppo.epochs; ++epoch) {
     if (epoch > 0) std::shuffle(order.begin(), order.end(), learner.shuffle_rng);
+    if (ppo.group_by_length) std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
+    const size_t epoch_start = plan.size();
     for (size_t start = 0; start < order.size(); start += minibatch) {
       MiniBatch mb;
       for (size_t j = start; j < std::min(order.size(), start + minibatch); ++j) {
@@ -91,6 +109,7 @@ std::vector<MiniBatch> plan_minibatches(LearnerState& learner, const RolloutBatc
       }
       plan.push_back(std::move(mb));
     }
+    if (ppo.group_by_length) std::shuffle(plan.begin() + static_cast<std::ptrdiff_t>(epoch_start), plan.end(), learner.shuffle_rng);
   }
   if (learner.ranks) {
     std::vector<double> counts;

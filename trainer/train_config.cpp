@@ -81,6 +81,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.read("policy", c.format.policy, one_of({"random", "expert"}), "must be random or expert");
   format.read("keyed_share", c.format.keyed_share, unit_interval(), "must be in [0, 1]");
   format.read("episodes", c.format.episodes, positive<int>(), "must be > 0");
+  format.read_string_list("tasks", c.format.tasks);
   format.read("epochs", c.format.epochs, positive<int>(), "must be > 0");
   format.read("lr", c.format.lr, positive<double>(), "must be > 0");
   format.read("batch_size", c.format.batch_size, positive<int>(), "must be > 0");
@@ -105,6 +106,11 @@ TrainConfig TrainConfig::load(const std::string& path) {
   env.read("worker_timeout", c.env.worker_timeout, positive<double>(), "must be > 0 (seconds)");
   env.read("worker_heartbeat", c.env.worker_heartbeat, positive<double>(), "must be > 0 (seconds)");
   env.finish();
+  for (const std::string& task : c.format.tasks) {
+    if (std::find(c.env.ids.begin(), c.env.ids.end(), task) == c.env.ids.end()) {
+      format.fail("tasks", "names '" + task + "', which is not one of env.id");
+    }
+  }
   if (c.env.n_env < static_cast<int64_t>(c.env.ids.size()) * c.env.group_size) {
     env.fail("n_env", "must be at least the number of tasks in env.id (" + std::to_string(c.env.ids.size()) +
                           ") times env.group_size (" + std::to_string(c.env.group_size) + ")");
@@ -133,6 +139,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   ppo.read("value_clip", c.ppo.value_clip, positive<double>(), "must be > 0");
   ppo.read("epochs", c.ppo.epochs, positive<int>(), "must be > 0");
   ppo.read("minibatch", c.ppo.minibatch, positive<int>(), "must be > 0");
+  ppo.read("group_by_length", c.ppo.group_by_length);
   ppo.read("grad_clip", c.ppo.grad_clip, positive<double>(), "must be > 0");
   ppo.read("kl_coef", c.ppo.kl_coef, non_negative<double>(), "must be >= 0");
   ppo.read("entropy_coef", c.ppo.entropy_coef, non_negative<double>(), "must be >= 0");
@@ -211,7 +218,9 @@ std::string TrainConfig::to_yaml() const {
         << YAML::Key << "keyed_share" << YAML::Value
         << format.keyed_share << YAML::Key << "episodes" << YAML::Value << format.episodes
         << YAML::Key << "epochs" << YAML::Value << format.epochs << YAML::Key << "lr" << YAML::Value << format.lr << YAML::Key
-        << "batch_size" << YAML::Value << format.batch_size << YAML::EndMap;
+        << "batch_size" << YAML::Value << format.batch_size;
+    if (!format.tasks.empty()) out << YAML::Key << "tasks" << YAML::Value << YAML::Flow << format.tasks;
+    out << YAML::EndMap;
   }
   out << YAML::Key << "env" << YAML::Value << YAML::BeginMap << YAML::Key << "id" << YAML::Value << YAML::Flow << env.ids
       << YAML::Key << "options" << YAML::Value << YAML::Flow << YAML::Load(env.options.dump()) << YAML::Key << "n_env"
@@ -240,6 +249,7 @@ std::string TrainConfig::to_yaml() const {
       {"gigpo_step_weight", ppo.gigpo_step_weight}, {"gigpo_gamma", ppo.gigpo_gamma}};
   for (const auto& [key, value] : doubles) out << YAML::Key << key << YAML::Value << value;
   out << YAML::Key << "epochs" << YAML::Value << ppo.epochs << YAML::Key << "minibatch" << YAML::Value << ppo.minibatch
+      << YAML::Key << "group_by_length" << YAML::Value << ppo.group_by_length
       << YAML::Key << "estimator" << YAML::Value << ppo.estimator << YAML::Key << "critic_warmup_iterations" << YAML::Value
       << ppo.critic_warmup_iterations << YAML::Key << "critic_warmup_multiplier" << YAML::Value
       << ppo.critic_warmup_multiplier << YAML::Key << "gigpo_mean_norm" << YAML::Value << ppo.gigpo_mean_norm << YAML::EndMap;

@@ -34,6 +34,9 @@ struct TrainConfig {
      *  the observation teaches the model to ignore it, and PPO cannot undo that (test_learning). */
     double keyed_share = 0.5;
     int episodes = 200;  // played on seeds at the top of the training block, never evaluation seeds
+    /** The tasks the episodes are spread over, each one of env.id; empty: all of env.id. An
+     *  expert's demonstrations can leave out the tasks it solves slowly or not at all. */
+    std::vector<std::string> tasks;
     int epochs = 2;
     double lr = 1e-3;
     int batch_size = 32;
@@ -73,6 +76,8 @@ struct TrainConfig {
     double actor_lr = 3e-4, critic_lr = 1e-3, weight_decay = 0.0;
     double clip = 0.2, dual_clip = 3.0, value_clip = 0.5;
     int epochs = 4, minibatch = 128;
+    /** Mini-batches of rows of like length (less padding), run in shuffled order. */
+    bool group_by_length = true;
     double grad_clip = 0.5;
     double kl_coef = 0.001, entropy_coef = 0.01;
     double step_gamma = 0.99, step_lambda = 0.95, token_gamma = 1.0, token_lambda = 1.0;
