@@ -1,6 +1,6 @@
 #pragma once
 // Scripted experts: policies that read an env's state directly, the demonstrations a format stage
-// can learn from (`format.policy: expert`). Crafter and BabaIsAI have one; BabyAI does not yet.
+// can learn from (`format.policy: expert`). Crafter, BabaIsAI and BabyAI have one.
 #include <cstdint>
 
 #include "envs/env.h"

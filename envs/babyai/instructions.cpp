@@ -204,6 +204,14 @@ Status Instruction::verify_leaf(const World& world, int action) {
   }
 }
 
+const Instruction& Instruction::pending() const {
+  if (!first_) return *this;
+  // As verify() does them: Before `first_` then `second_`, After the reverse.
+  const Instruction& early = kind_ == Kind::kBefore ? *first_ : *second_;
+  const Instruction& late = kind_ == Kind::kBefore ? *second_ : *first_;
+  return ((kind_ == Kind::kBefore ? first_done_ : second_done_) ? late : early).pending();
+}
+
 Status Instruction::verify(const World& world, int action) {
   if (!first_) return verify_leaf(world, action);
   // Before verifies `first_` then `second_`; After the reverse. Once the earlier part succeeds,

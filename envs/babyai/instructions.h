@@ -51,6 +51,10 @@ class Instruction {
 
   ObjectDesc& desc() { return desc_; }
   ObjectDesc& desc_fixed() { return desc_fixed_; }
+  const ObjectDesc& desc() const { return desc_; }
+  const ObjectDesc& desc_fixed() const { return desc_fixed_; }
+  /** The leaf the verifier checks next: this leaf itself, or the part of a sequence still to do. */
+  const Instruction& pending() const;
   /** For PutNext: whether a move object already sits next to a fixed position. */
   bool objects_next(const World& world) const;
   /** The verifier's progress (tracked objects, recorded positions, flags), for Env::serialize_state. */
