@@ -18,15 +18,7 @@ struct Goal {
   int action = kForward;
 };
 
-Pos ahead(Pos pos, int dir) { return {pos.x + kDirVec[dir].x, pos.y + kDirVec[dir].y}; }
-
 bool contains(const std::vector<Pos>& cells, Pos p) { return std::find(cells.begin(), cells.end(), p) != cells.end(); }
-
-/** What kForward may enter (World::apply_action): an empty cell or an open door. */
-bool passable(const World& world, Pos p) {
-  const int16_t cell = world.grid.at(p);
-  return cell == Grid::kEmpty || (cell >= 0 && world.objects[cell].can_overlap());
-}
 
 bool holds_movable(const World& world, Pos p) {
   const int16_t cell = world.grid.at(p);
@@ -56,7 +48,7 @@ std::vector<char> reachable(const World& world, Pos blocked) {
     cell = 1;
     for (int dir = 0; dir < 4; ++dir) {
       const Pos next = ahead(p, dir);
-      if (grid.contains(next) && next != blocked && passable(world, next)) stack.push_back(next);
+      if (grid.contains(next) && next != blocked && world.can_enter(next)) stack.push_back(next);
     }
   }
   return reached;
@@ -211,7 +203,7 @@ std::optional<Walk> walk(const World& world, const std::vector<Pos>& fronts, boo
       if (move == kForward) {
         next.pos = ahead(node.pos, node.dir);
         if (!grid.contains(next.pos)) continue;
-        if (!passable(world, next.pos)) {
+        if (!world.can_enter(next.pos)) {
           if (!through_objects || !holds_movable(world, next.pos)) continue;
           ++next.blockers;
           if (next.walk.blocker == kNowhere) next.walk.blocker = next.pos;

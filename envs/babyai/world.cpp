@@ -21,7 +21,7 @@ void World::apply_action(int action) {
       agent_dir = (agent_dir + 1) % 4;
       break;
     case kForward:
-      if (front_cell == Grid::kEmpty || (front_cell >= 0 && objects[front_cell].can_overlap())) agent_pos = front;
+      if (can_enter(front)) agent_pos = front;
       break;
     case kPickup:
       if (front_cell >= 0 && objects[front_cell].can_pickup() && carrying == Grid::kEmpty) {

@@ -18,6 +18,9 @@ inline constexpr Pos kViewAgent = {kViewSize / 2, kViewSize - 1};
 /** The 7x7 view, indexed [x][y] in view coordinates (agent at kViewAgent, looking up). */
 using ViewImage = std::array<std::array<CellCode, kViewSize>, kViewSize>;
 
+/** The cell one step from `pos` in direction `dir`. */
+inline Pos ahead(Pos pos, int dir) { return {pos.x + kDirVec[dir].x, pos.y + kDirVec[dir].y}; }
+
 struct World {
   Grid grid;
   std::vector<WorldObject> objects;
@@ -27,7 +30,12 @@ struct World {
   int step_count = 0;
   int max_steps = 0;
 
-  Pos front_pos() const { return {agent_pos.x + kDirVec[agent_dir].x, agent_pos.y + kDirVec[agent_dir].y}; }
+  Pos front_pos() const { return ahead(agent_pos, agent_dir); }
+  /** Whether kForward may enter `p`: an empty cell or an open door. */
+  bool can_enter(Pos p) const {
+    const int16_t cell = grid.at(p);
+    return cell == Grid::kEmpty || (cell >= 0 && objects[cell].can_overlap());
+  }
   /** Adds an object (not yet on the grid) and returns its index. */
   int16_t add_object(ObjectType type, Color color);
   /** Applies one Minigrid action (after step_count was incremented by the caller). */
