@@ -2,6 +2,7 @@
 // from sft) and the whole chain learning: format stage, then PPO with multi-token replies.
 #include "torch_doctest.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -68,10 +69,49 @@ TEST_CASE("sft examples: one per assistant message, the prompt as the policy see
   CHECK(examples[1].target == target);
   CHECK(tokenizer.decode(examples[2].target) == "x<|im_end|>");
 
+  // A past reply of weight 0 is context: it stays in the next example's prompt and is no example itself.
+  std::ofstream(path) << R"({"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ACTION: left", "weight": 0},)"
+                      << R"( {"role": "user", "content": "again"}, {"role": "assistant", "content": "ACTION: right", "weight": 1}]})" << "\n";
+  const std::vector<SftExample> weighted = read_sft_examples(path, tokenizer);
+  REQUIRE(weighted.size() == 1u);
+  CHECK(weighted[0].prompt == examples[1].prompt);
+  CHECK(weighted[0].target == target);
+  std::ofstream(path) << R"({"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": "a", "weight": 0.5}]})" << "\n";
+  CHECK_THROWS_WITH(read_sft_examples(path, tokenizer), doctest::Contains(":1: a message's weight must be 0 or 1"));
+  std::ofstream(path) << R"({"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": "a", "weight": 0}]})" << "\n";
+  CHECK_THROWS_WITH(read_sft_examples(path, tokenizer), doctest::Contains(":1: a transcript without an assistant message of weight 1"));
   std::ofstream(path) << R"({"messages": [{"role": "user", "content": "go"}]})" << "\n";
   CHECK_THROWS_WITH(read_sft_examples(path, tokenizer), doctest::Contains(":1: a transcript without an assistant message"));
   std::ofstream(path) << R"({"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": "a"}]})" << "\n{\"messages\": 3}\n";
   CHECK_THROWS_WITH(read_sft_examples(path, tokenizer), doctest::Contains(":2: expected"));
+}
+
+TEST_CASE("sft batches: every example once per epoch, rows of like prompt length together, order shuffled") {
+  std::vector<SftExample> examples(1000);
+  std::mt19937_64 lengths(7);
+  for (SftExample& e : examples) e.prompt.assign(std::uniform_int_distribution<size_t>(10, 200)(lengths), 1);
+  std::mt19937_64 rng(0);
+  const auto first = sft_epoch_batches(examples, 16, rng);
+  const auto second = sft_epoch_batches(examples, 16, rng);
+  CHECK(first != second);
+  for (const auto& epoch : {first, second}) {
+    CHECK(epoch.size() == 63u);  // ceil(1000 / 16)
+    std::vector<int> seen(examples.size(), 0);
+    size_t padded = 0, useful = 0;
+    for (const auto& rows : epoch) {
+      CHECK(rows.size() <= 16u);
+      size_t longest = 0;
+      for (size_t k : rows) {
+        ++seen[k];
+        longest = std::max(longest, examples[k].prompt.size());
+        useful += examples[k].prompt.size();
+      }
+      padded += longest * rows.size();
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == 1000);
+    // Uniform lengths in random batches of 16 keep about 60% of a padded forward; grouped, over 90%.
+    CHECK(static_cast<double>(useful) / static_cast<double>(padded) > 0.9);
+  }
 }
 
 TEST_CASE("format data: training's prompts, template replies with valid actions, seeds outside evaluation") {
@@ -84,7 +124,9 @@ TEST_CASE("format data: training's prompts, template replies with valid actions,
   spec.episodes = 5;
   CHECK_FALSE(config.run.overlaps_training_seeds(config.run.eval_seed, config.run.eval_episodes));
   CHECK(config.run.overlaps_training_seeds(spec.first_seed, spec.episodes));  // inside the training block
-  const size_t lines = write_sft_data(spec, root + "/data.jsonl");
+  const SftDataCounts counts = write_sft_data(spec, root + "/data.jsonl");
+  const size_t lines = counts.transcripts;
+  CHECK(counts.turns == lines);
   const std::vector<nlohmann::json> records = read_lines(root + "/data.jsonl");
   REQUIRE(records.size() == lines);
   REQUIRE(lines >= 5u);
@@ -106,6 +148,54 @@ TEST_CASE("format data: training's prompts, template replies with valid actions,
     CHECK(text.rfind("ACTION: ", 0) == 0);
     CHECK(turnrl::envs::parse_reply(text, *env, turnrl::envs::ReplyFormat::kActionTag, rng).valid);
   }
+}
+
+TEST_CASE("format data from the expert with noise: random turns are played, not written; past replies are context") {
+  const std::string root = "/tmp/turnrl_sft_noise_test";
+  std::filesystem::remove_all(root);
+  std::string yaml = corridor_config(root, 1);
+  const std::string corridor = "corridor/short\n  options: {length: 3}";
+  yaml.replace(yaml.find(corridor), corridor.size(), "babyai/goto\n  options: {num_dists: 2}");
+  yaml.replace(yaml.find("history: 0"), 10, "history: 1");
+  yaml.replace(yaml.find("  episodes: 100"), 15, "  policy: expert\n  expert_noise: 0.3\n  episodes: 100");
+  const TrainConfig config = TrainConfig::load(write_config("sft_noise.yaml", yaml));
+  turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
+  const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
+  SftDataSpec spec = format_data_spec(config, config.model.path, tokenizer);
+  spec.episodes = 40;
+  CHECK(spec.expert_noise == doctest::Approx(0.3));
+  const SftDataCounts noisy = write_sft_data(spec, root + "/noisy.jsonl");
+  const double written = static_cast<double>(noisy.transcripts) / static_cast<double>(noisy.turns);
+  CHECK(written == doctest::Approx(0.7).epsilon(0.15));
+  spec.expert_noise = 0.0;
+  const SftDataCounts clean = write_sft_data(spec, root + "/clean.jsonl");
+  CHECK(clean.transcripts == clean.turns);
+  CHECK(noisy.turns > clean.turns);  // noise leads the expert astray, and it takes turns to recover
+  size_t past_replies = 0;
+  for (const nlohmann::json& record : read_lines(root + "/noisy.jsonl")) {
+    const nlohmann::json& messages = record.at("messages");
+    for (size_t k = 0; k + 1 < messages.size(); ++k) {
+      if (messages[k].at("role") != "assistant") continue;
+      ++past_replies;
+      CHECK(messages[k].at("weight") == 0);
+    }
+    CHECK_FALSE(messages.back().contains("weight"));
+  }
+  CHECK(past_replies > 0);
+  spec.policy = "random";
+  spec.expert_noise = 0.3;
+  const SftDataCounts random = write_sft_data(spec, root + "/random.jsonl");
+  CHECK(random.transcripts == random.turns);  // noise applies to the expert only, and a config says so
+  CHECK(random.episodes_written == 40u);
+  spec.min_progression = 1.0;  // only the random walks that reach the goal
+  const SftDataCounts won = write_sft_data(spec, root + "/won.jsonl");
+  CHECK(won.episodes_written > 0u);
+  CHECK(won.episodes_written < 40u);
+  CHECK(won.transcripts < won.turns);
+  CHECK(read_lines(root + "/won.jsonl").size() == won.transcripts);
+  std::string random_yaml = corridor_config(root, 1);
+  random_yaml.replace(random_yaml.find("  episodes: 100"), 15, "  expert_noise: 0.3\n  episodes: 100");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("sft_noise_random.yaml", random_yaml)), doctest::Contains("needs policy: expert"));
 }
 
 TEST_CASE("the tiny preset learns replies that depend on action words in the observation") {

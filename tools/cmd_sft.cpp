@@ -17,7 +17,7 @@ namespace turnrl::tools {
 
 int run_sft(int argc, char** argv) {
   CLI::App app{"Supervised fine-tuning on chat transcripts (JSON Lines of {\"messages\": [...]}), loss on the assistant\n"
-               "messages only; writes a Hugging Face folder with sft_metrics.jsonl and sft_loss.svg beside it.",
+               "messages only (but those with \"weight\": 0, past turns); writes a Hugging Face folder with sft_metrics.jsonl and sft_loss.svg beside it.",
                "turnrl sft"};
   std::string data, model, out;
   trainer::SftSettings settings;
@@ -49,6 +49,7 @@ int run_make_sft_data(int argc, char** argv) {
   int episodes = 0;
   std::string reply_template, policy;
   double keyed_share = -1.0;
+  double expert_noise = -1.0, min_progression = -1.0;
   uint64_t first_seed = 0;
   app.add_option("--config", config_path, "a training config (tasks, env options, turn settings)")->required()->check(CLI::ExistingFile);
   app.add_option("--out", out, "output JSON Lines file")->required();
@@ -56,6 +57,10 @@ int run_make_sft_data(int argc, char** argv) {
   app.add_option("--template", reply_template, "reply with {action} (default: the config's format.reply_template)");
   app.add_option("--policy", policy, "random or expert (default: the config's format.policy)")->check(CLI::IsMember({"random", "expert"}));
   app.add_option("--keyed-share", keyed_share, "share of actions keyed on the observation (default: the config's format.keyed_share)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--expert-noise", expert_noise, "with the expert, share of turns played at random and not written (default: the config's format.expert_noise)")
+      ->check(CLI::Range(0.0, 0.999));
+  app.add_option("--min-progression", min_progression, "write only episodes reaching this progression (default: the config's format.min_progression)")
       ->check(CLI::Range(0.0, 1.0));
   auto* seed_option = app.add_option("--first-seed", first_seed, "seed of the first episode (default: top of the training block)");
   app.add_option("--model", model, "model folder whose tokenizer cuts prompts to the token budget (default: model.path)");
@@ -65,6 +70,9 @@ int run_make_sft_data(int argc, char** argv) {
   if (!reply_template.empty()) config.format.reply_template = reply_template;
   if (!policy.empty()) config.format.policy = policy;
   if (keyed_share >= 0.0) config.format.keyed_share = keyed_share;
+  if (expert_noise >= 0.0) config.format.expert_noise = expert_noise;
+  if (min_progression >= 0.0) config.format.min_progression = min_progression;
+  if (config.format.expert_noise > 0.0 && config.format.policy != "expert") throw std::invalid_argument("--expert-noise needs the expert policy");
   if (model.empty()) model = config.model.path;
   const agents::Tokenizer tokenizer = agents::Tokenizer::load(model);
   trainer::SftDataSpec spec = trainer::format_data_spec(config, model, tokenizer);
@@ -74,8 +82,9 @@ int run_make_sft_data(int argc, char** argv) {
     throw std::invalid_argument("--first-seed: seeds " + std::to_string(spec.first_seed) + ".. overlap the config's evaluation seeds " +
                                 std::to_string(eval_first) + ".." + std::to_string(eval_first + eval_count - 1));
   }
-  const size_t lines = trainer::write_sft_data(spec, out);
-  std::printf("wrote %zu transcripts from %d episodes (seeds %llu..) to %s\n", lines, spec.episodes,
+  const trainer::SftDataCounts counts = trainer::write_sft_data(spec, out);
+  std::printf("wrote %zu transcripts (%zu turns played) from %zu of %d episodes (seeds %llu..) to %s\n", counts.transcripts, counts.turns,
+              counts.episodes_written, spec.episodes,
               static_cast<unsigned long long>(spec.first_seed), out.c_str());
   return 0;
 }

@@ -25,8 +25,9 @@ void make_format_model(const TrainConfig& c) {
   const SftDataSpec data = format_data_spec(c, c.model.path, tokenizer);
   const std::string data_path = temp + "/sft_data.jsonl";
   spdlog::info("format stage: {} episodes of template replies '{}' -> {}", f.episodes, f.reply_template, data_path);
-  const size_t lines = write_sft_data(data, data_path);
-  spdlog::info("format stage: {} turns written; fine-tuning {}", lines, c.model.path);
+  const SftDataCounts counts = write_sft_data(data, data_path);
+  spdlog::info("format stage: {} turns played; {} episodes reached progression {}, {} of their turns written; fine-tuning {}",
+               counts.turns, counts.episodes_written, f.min_progression, counts.transcripts, c.model.path);
   SftSettings settings;
   settings.epochs = f.epochs;
   settings.lr = f.lr;
@@ -49,6 +50,8 @@ SftDataSpec format_data_spec(const TrainConfig& c, const std::string& model_dir,
   data.reply_template = c.format.reply_template;
   data.policy = c.format.policy;
   data.keyed_share = c.format.keyed_share;
+  data.expert_noise = c.format.expert_noise;
+  data.min_progression = c.format.min_progression;
   data.episodes = c.format.episodes;
   // The top of the run's training block: seeds evaluation never uses (TrainConfig::load checks).
   data.first_seed = c.run.first_training_seed() + TrainConfig::Run::kTrainingSeedSpan - static_cast<uint64_t>(c.format.episodes);

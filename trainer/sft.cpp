@@ -30,17 +30,22 @@ std::vector<SftExample> read_sft_examples(const std::string& path, const agents:
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(number) + ": ";
     std::vector<memory::ChatMessage> messages;
+    std::vector<bool> targets;  // an assistant message of weight 1 (the default) is learned; of weight 0, context only
     try {
       const nlohmann::json record = nlohmann::json::parse(line);
       for (const nlohmann::json& message : record.at("messages")) {
         messages.push_back({message.at("role").get<std::string>(), message.at("content").get<std::string>()});
+        const nlohmann::json weight = message.value("weight", nlohmann::json(1));
+        if (weight != 0 && weight != 1) throw std::runtime_error(where + "a message's weight must be 0 or 1, got " + weight.dump());
+        targets.push_back(messages.back().role == "assistant" && weight == 1);
       }
     } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(where + "expected {\"messages\": [{\"role\": ..., \"content\": ...}, ...]} (" + e.what() + ")");
+      throw std::runtime_error(where + "expected {\"messages\": [{\"role\": ..., \"content\": ..., \"weight\": 0|1 (optional)}, ...]} (" +
+                               e.what() + ")");
     }
     bool any = false;
     for (size_t k = 0; k < messages.size(); ++k) {
-      if (messages[k].role != "assistant") continue;
+      if (!targets[k]) continue;
       any = true;
       SftExample example;
       example.prompt = tokenizer.encode_chat({messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(k)}, true);
@@ -48,10 +53,28 @@ std::vector<SftExample> read_sft_examples(const std::string& path, const agents:
       example.target.push_back(stops.front());
       examples.push_back(std::move(example));
     }
-    if (!any) throw std::runtime_error(where + "a transcript without an assistant message teaches nothing");
+    if (!any) throw std::runtime_error(where + "a transcript without an assistant message of weight 1 teaches nothing");
   }
   if (examples.empty()) throw std::runtime_error(path + ": no transcripts");
   return examples;
+}
+
+std::vector<std::vector<size_t>> sft_epoch_batches(const std::vector<SftExample>& examples, size_t batch_size, std::mt19937_64& rng) {
+  std::vector<size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  const size_t span = batch_size * kSftGroupBatches;
+  std::vector<std::vector<size_t>> batches;
+  for (size_t first = 0; first < order.size(); first += span) {
+    const auto begin = order.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto end = order.begin() + static_cast<std::ptrdiff_t>(std::min(first + span, order.size()));
+    std::stable_sort(begin, end, [&](size_t a, size_t b) { return examples[a].prompt.size() < examples[b].prompt.size(); });
+    for (auto it = begin; it < end; it += static_cast<std::ptrdiff_t>(std::min(batch_size, static_cast<size_t>(end - it)))) {
+      batches.emplace_back(it, it + static_cast<std::ptrdiff_t>(std::min(batch_size, static_cast<size_t>(end - it))));
+    }
+  }
+  std::shuffle(batches.begin(), batches.end(), rng);
+  return batches;
 }
 
 SftReport run_sft(const std::string& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings) {
@@ -74,8 +97,6 @@ SftReport run_sft(const std::string& data, const std::string& model_dir, const s
   std::filesystem::create_directories(out_dir);
   std::ofstream metrics(out_dir + "/sft_metrics.jsonl", std::ios::trunc);
   std::vector<std::pair<double, double>> curve;
-  std::vector<size_t> order(examples.size());
-  std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(settings.seed);
   const size_t batch = static_cast<size_t>(settings.batch_size);
   const size_t steps_per_epoch = (examples.size() + batch - 1) / batch;
@@ -87,13 +108,12 @@ SftReport run_sft(const std::string& data, const std::string& model_dir, const s
   size_t step = 0;
   double tokens_done = 0;
   for (int epoch = 0; epoch < settings.epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = 0, token_sum = 0;
-    for (size_t first = 0; first < order.size(); first += batch) {
+    for (const std::vector<size_t>& rows : sft_epoch_batches(examples, batch, rng)) {
       std::vector<std::vector<int32_t>> prompts, targets;
-      for (size_t k = first; k < std::min(first + batch, order.size()); ++k) {
-        prompts.push_back(examples[order[k]].prompt);
-        targets.push_back(examples[order[k]].target);
+      for (size_t k : rows) {
+        prompts.push_back(examples[k].prompt);
+        targets.push_back(examples[k].target);
       }
       const agents::ResponseBatch rb = agents::make_response_batch(prompts, targets, tokenizer.pad_id(), device);
       const torch::Tensor logp = agents::response_logprobs(model, rb, {});

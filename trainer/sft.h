@@ -4,8 +4,10 @@
 // Each assistant message is one example: its prompt is the messages before it, encoded as the
 // policy sees them when it acts (chat template + assistant header), its target the message's
 // tokens and the end-of-turn token; the loss is the mean negative log-likelihood of the target
-// tokens only (user, system and template tokens carry no loss).
+// tokens only (user, system and template tokens carry no loss). An assistant message with
+// `"weight": 0` (OpenAI's fine-tuning convention) is context only: a past turn in the prompt.
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -26,8 +28,14 @@ struct SftExample {
   std::vector<int32_t> prompt, target;
 };
 
-/** Reads JSON Lines of {"messages": [{"role", "content"}, ...]}; errors name the file and line. */
+/** Reads JSON Lines of {"messages": [{"role", "content", "weight" (optional, 0 or 1)}, ...]}; errors name the file and line. */
 std::vector<SftExample> read_sft_examples(const std::string& path, const agents::Tokenizer& tokenizer);
+
+/** One epoch's batches of example indices: shuffled, then sorted by prompt length within spans of
+ *  `kSftGroupBatches` batches, so a batch's rows are of like length (a forward pads every row to the
+ *  longest: about 40% of the work for format data's mixed prompt lengths), the batches in shuffled order. */
+inline constexpr size_t kSftGroupBatches = 32;
+std::vector<std::vector<size_t>> sft_epoch_batches(const std::vector<SftExample>& examples, size_t batch_size, std::mt19937_64& rng);
 
 struct SftReport {
   size_t examples = 0, target_tokens = 0;

@@ -80,6 +80,8 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.read("reply_template", c.format.reply_template);
   format.read("policy", c.format.policy, one_of({"random", "expert"}), "must be random or expert");
   format.read("keyed_share", c.format.keyed_share, unit_interval(), "must be in [0, 1]");
+  format.read("expert_noise", c.format.expert_noise, std::function<bool(const double&)>([](const double& v) { return v >= 0.0 && v < 1.0; }), "must be in [0, 1)");
+  format.read("min_progression", c.format.min_progression, unit_interval(), "must be in [0, 1]");
   format.read("episodes", c.format.episodes, positive<int>(), "must be > 0");
   format.read_string_list("tasks", c.format.tasks);
   format.read("epochs", c.format.epochs, positive<int>(), "must be > 0");
@@ -88,6 +90,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.finish();
   if (root.has("format") && c.format.model.empty()) format.fail("model", "is required (where the format stage's model goes)");
   if (c.format.reply_template.find("{action}") == std::string::npos) format.fail("reply_template", "must contain {action}");
+  if (c.format.expert_noise > 0.0 && c.format.policy != "expert") format.fail("expert_noise", "needs policy: expert");
 
   ConfigSection env = root.section("env");
   env.read_string_list("id", c.env.ids);
@@ -216,7 +219,9 @@ std::string TrainConfig::to_yaml() const {
     out << YAML::Key << "format" << YAML::Value << YAML::BeginMap << YAML::Key << "model" << YAML::Value << format.model << YAML::Key
         << "reply_template" << YAML::Value << format.reply_template << YAML::Key << "policy" << YAML::Value << format.policy
         << YAML::Key << "keyed_share" << YAML::Value
-        << format.keyed_share << YAML::Key << "episodes" << YAML::Value << format.episodes
+        << format.keyed_share << YAML::Key << "expert_noise" << YAML::Value << format.expert_noise << YAML::Key
+        << "min_progression" << YAML::Value << format.min_progression << YAML::Key << "episodes"
+        << YAML::Value << format.episodes
         << YAML::Key << "epochs" << YAML::Value << format.epochs << YAML::Key << "lr" << YAML::Value << format.lr << YAML::Key
         << "batch_size" << YAML::Value << format.batch_size;
     if (!format.tasks.empty()) out << YAML::Key << "tasks" << YAML::Value << YAML::Flow << format.tasks;

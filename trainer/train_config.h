@@ -33,6 +33,11 @@ struct TrainConfig {
     /** Share of the random actions keyed on the observation: a format stage whose actions ignore
      *  the observation teaches the model to ignore it, and PPO cannot undo that (test_learning). */
     double keyed_share = 0.5;
+    /** With the expert policy, the share of turns that play a random action instead and are not
+     *  demonstrations: the expert's next turns show how to recover from where the noise led. */
+    double expert_noise = 0.0;
+    /** Episodes ending below this progression are not written (1: only won episodes teach). */
+    double min_progression = 0.0;
     int episodes = 200;  // played on seeds at the top of the training block, never evaluation seeds
     /** The tasks the episodes are spread over, each one of env.id; empty: all of env.id. An
      *  expert's demonstrations can leave out the tasks it solves slowly or not at all. */

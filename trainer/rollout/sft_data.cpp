@@ -1,6 +1,7 @@
 #include "trainer/rollout/sft_data.h"
 
 #include <fstream>
+#include <random>
 #include <stdexcept>
 
 #include "agents/expert_agent.h"
@@ -18,25 +19,45 @@ std::unique_ptr<agents::Agent> make_player(const SftDataSpec& spec) {
   throw std::invalid_argument("format data: policy must be random or expert, got '" + spec.policy + "'");
 }
 
-/** The random or expert template agent with the model's token counting, so prompts are cut as the model's. */
+/** Whether the expert's action gives way to a random one at this turn (spec.expert_noise): a
+ *  function of the turn's request seed, so the writer knows the turn without the agent telling it. */
+bool off_expert_turn(const SftDataSpec& spec, uint64_t request_seed) {
+  if (spec.policy != "expert" || spec.expert_noise <= 0.0) return false;
+  std::mt19937_64 rng(request_seed ^ 0x6e6f697365ULL);
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < spec.expert_noise;
+}
+
+/** The random or expert template agent with the model's token counting, so prompts are cut as the
+ *  model's; with expert noise, the off-expert turns are the random agent's. */
 class TemplateAgent final : public agents::Agent {
  public:
-  TemplateAgent(const SftDataSpec& spec) : player_(make_player(spec)), count_(spec.token_counter), limit_(spec.max_prompt_tokens) {}
+  TemplateAgent(const SftDataSpec& spec)
+      : spec_(spec), player_(make_player(spec)), random_(spec.reply_template), count_(spec.token_counter), limit_(spec.max_prompt_tokens) {}
   std::string name() const override { return "template"; }
-  std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override { return player_->act(prompts); }
+  std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
+    std::vector<agents::AgentReply> replies = player_->act(prompts);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (off_expert_turn(spec_, prompts[i].seed)) replies[i] = std::move(random_.act({prompts[i]}).front());
+    }
+    return replies;
+  }
   memory::TokenCounter token_counter() const override { return count_; }
   size_t max_prompt_tokens() const override { return limit_; }
 
  private:
+  const SftDataSpec& spec_;
   std::unique_ptr<agents::Agent> player_;
+  agents::RandomAgent random_;
   memory::TokenCounter count_;
   size_t limit_;
 };
 
 }  // namespace
 
-size_t write_sft_data(const SftDataSpec& spec, const std::string& path) {
+SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path) {
   if (spec.tasks.empty() || spec.episodes <= 0) throw std::invalid_argument("format data: no tasks or no episodes");
+  if (!(spec.expert_noise >= 0.0 && spec.expert_noise < 1.0)) throw std::invalid_argument("format data: expert noise must be in [0, 1)");
+  if (!(spec.min_progression >= 0.0 && spec.min_progression <= 1.0)) throw std::invalid_argument("format data: min progression must be in [0, 1]");
   if (spec.policy == "expert") {
     for (const std::string& task : spec.tasks) {
       if (!envs::has_expert(*envs::make_env(task, spec.env_options))) throw std::invalid_argument("format data: policy expert, but " + task + " has no scripted expert");
@@ -52,19 +73,27 @@ size_t write_sft_data(const SftDataSpec& spec, const std::string& path) {
   EpisodeRunnerConfig runner;
   runner.parallel_episodes = 64;
   runner.turn = spec.turn;
-  size_t lines = 0;
+  SftDataCounts counts;
   run_episodes(
       jobs, [&](const std::string& id) { return envs::make_env(id, spec.env_options); }, agent, runner, [&](EpisodeLog&& log) {
-        for (const TurnLog& turn : log.turns) {
+        counts.turns += log.turns.size();
+        if (log.progression < spec.min_progression) return;
+        ++counts.episodes_written;
+        for (size_t t = 0; t < log.turns.size(); ++t) {
+          const TurnLog& turn = log.turns[t];
+          if (off_expert_turn(spec, episode_turn_seed(log.job.seed, static_cast<int>(t)))) continue;  // no demonstration
           nlohmann::json messages = nlohmann::json::array();
-          for (const auto& message : turn.prompt) messages.push_back({{"role", message.role}, {"content", message.content}});
+          for (const auto& message : turn.prompt) {
+            messages.push_back({{"role", message.role}, {"content", message.content}});
+            if (message.role == "assistant") messages.back()["weight"] = 0;  // a past turn: context, not a target
+          }
           messages.push_back({{"role", "assistant"}, {"content", turn.reply}});
           out << nlohmann::json{{"messages", std::move(messages)}}.dump() << "\n";
-          ++lines;
+          ++counts.transcripts;
         }
       });
   if (!out.flush()) throw std::runtime_error("write error on " + path);
-  return lines;
+  return counts;
 }
 
 }  // namespace turnrl::trainer

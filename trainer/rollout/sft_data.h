@@ -3,7 +3,10 @@
 // played by the random agent (a share of its actions keyed on the observation, so the model learns
 // to read it) or by the env's scripted expert, writing replies from a template, each turn saved as one chat
 // transcript (the prompt exactly as training builds it, then the reply) in JSON Lines:
-// {"messages": [{"role": ..., "content": ...}, ..., {"role": "assistant", "content": reply}]}.
+// {"messages": [{"role": ..., "content": ...}, ..., {"role": "assistant", "content": reply}]}; past
+// replies in the prompt carry "weight": 0 (context, not targets). With expert noise a share of the
+// expert's turns play a random action instead and are not written, so the demonstrations also show
+// the expert recovering from states its own play never reaches (DART-style noise injection).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +26,11 @@ struct SftDataSpec {
   std::string policy = "random";  // or "expert": the env's scripted expert (envs/expert.h)
   /** With the random policy, the share of turns whose action is the observation's own fixed random action (RandomAgent). */
   double keyed_share = 0.0;
+  /** With the expert policy, the share of turns played by a random action (and not written), in [0, 1). */
+  double expert_noise = 0.0;
+  /** Episodes that end below this BALROG progression are played but not written (1: the won ones),
+   *  so a demonstration never teaches a loop that runs into the time limit. */
+  double min_progression = 0.0;
   uint64_t first_seed = 0;  // episode i uses first_seed + i: keep it away from evaluation seeds
   int episodes = 0;
   /** The model's prompt token counter and limit, so the memory's token budget cuts as in training. */
@@ -30,7 +38,13 @@ struct SftDataSpec {
   size_t max_prompt_tokens = 0;
 };
 
-/** Plays the episodes and writes one line per turn to `path`; returns the number of lines. */
-size_t write_sft_data(const SftDataSpec& spec, const std::string& path);
+struct SftDataCounts {
+  size_t episodes_written = 0;  // those that reached min_progression
+  size_t turns = 0;             // played
+  size_t transcripts = 0;       // written: the turns of written episodes less the off-expert ones
+};
+
+/** Plays the episodes and writes one line per demonstrated turn to `path`. */
+SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path);
 
 }  // namespace turnrl::trainer
