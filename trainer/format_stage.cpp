@@ -26,8 +26,8 @@ void make_format_model(const TrainConfig& c) {
   const std::string data_path = temp + "/sft_data.jsonl";
   spdlog::info("format stage: {} episodes of template replies '{}' -> {}", f.episodes, f.reply_template, data_path);
   const SftDataCounts counts = write_sft_data(data, data_path);
-  spdlog::info("format stage: {} turns played; {} episodes reached progression {}, {} of their turns written; fine-tuning {}",
-               counts.turns, counts.episodes_written, f.min_progression, counts.transcripts, c.model.path);
+  spdlog::info("format stage: {} turns played, {} written (from {} of {} episodes); fine-tuning {}", counts.turns,
+               counts.transcripts, counts.episodes_written, f.episodes, c.model.path);
   SftSettings settings;
   settings.epochs = f.epochs;
   settings.lr = f.lr;
