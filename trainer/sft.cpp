@@ -69,8 +69,10 @@ std::vector<std::vector<size_t>> sft_epoch_batches(const std::vector<SftExample>
     const auto begin = order.begin() + static_cast<std::ptrdiff_t>(first);
     const auto end = order.begin() + static_cast<std::ptrdiff_t>(std::min(first + span, order.size()));
     std::stable_sort(begin, end, [&](size_t a, size_t b) { return examples[a].prompt.size() < examples[b].prompt.size(); });
-    for (auto it = begin; it < end; it += static_cast<std::ptrdiff_t>(std::min(batch_size, static_cast<size_t>(end - it)))) {
-      batches.emplace_back(it, it + static_cast<std::ptrdiff_t>(std::min(batch_size, static_cast<size_t>(end - it))));
+    for (auto it = begin; it < end;) {
+      const auto next = it + static_cast<std::ptrdiff_t>(std::min(batch_size, static_cast<size_t>(end - it)));
+      batches.emplace_back(it, next);
+      it = next;
     }
   }
   std::shuffle(batches.begin(), batches.end(), rng);

@@ -80,7 +80,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.read("reply_template", c.format.reply_template);
   format.read("policy", c.format.policy, one_of({"random", "expert"}), "must be random or expert");
   format.read("keyed_share", c.format.keyed_share, unit_interval(), "must be in [0, 1]");
-  format.read("expert_noise", c.format.expert_noise, std::function<bool(const double&)>([](const double& v) { return v >= 0.0 && v < 1.0; }), "must be in [0, 1)");
+  format.read("expert_noise", c.format.expert_noise, half_open_unit_interval(), "must be in [0, 1)");
   format.read("min_progression", c.format.min_progression, unit_interval(), "must be in [0, 1]");
   format.read("episodes", c.format.episodes, positive<int>(), "must be > 0");
   format.read_string_list("tasks", c.format.tasks);

@@ -138,6 +138,10 @@ std::function<bool(const double&)> unit_interval() {
   return [](const double& v) { return v >= 0 && v <= 1; };
 }
 
+std::function<bool(const double&)> half_open_unit_interval() {
+  return [](const double& v) { return v >= 0 && v < 1; };
+}
+
 std::function<bool(const std::string&)> one_of(const std::vector<std::string>& names) {
   return [names](const std::string& v) { return std::find(names.begin(), names.end(), v) != names.end(); };
 }

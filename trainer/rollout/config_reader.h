@@ -82,6 +82,8 @@ std::function<bool(const T&)> non_negative() {
   return [](const T& v) { return v >= 0; };
 }
 std::function<bool(const double&)> unit_interval();
+/** [0, 1): a share that may not be all. */
+std::function<bool(const double&)> half_open_unit_interval();
 std::function<bool(const std::string&)> one_of(const std::vector<std::string>& names);
 /** "a, b or c" for messages. */
 std::string list_names(const std::vector<std::string>& names);
