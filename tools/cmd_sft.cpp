@@ -9,11 +9,25 @@
 #include "tools/cli.h"
 #include "tools/command.h"
 #include "trainer/format_stage.h"
+#include "trainer/rollout/config_reader.h"
 #include "trainer/rollout/sft_data.h"
 #include "trainer/sft.h"
 #include "trainer/train_config.h"
 
 namespace turnrl::tools {
+namespace {
+
+/** CLI11's ranges are closed; expert noise must stay below 1 (the config's own check). */
+CLI::Validator half_open_unit_interval_option() {
+  return CLI::Validator(
+      [in_range = trainer::half_open_unit_interval()](std::string& text) {
+        double value = 0.0;
+        return CLI::detail::lexical_cast(text, value) && in_range(value) ? std::string() : "must be in [0, 1): " + text;
+      },
+      "in [0, 1)");
+}
+
+}  // namespace
 
 int run_sft(int argc, char** argv) {
   CLI::App app{"Supervised fine-tuning on chat transcripts (JSON Lines of {\"messages\": [...]}), loss on the assistant\n"
@@ -59,7 +73,7 @@ int run_make_sft_data(int argc, char** argv) {
   app.add_option("--keyed-share", keyed_share, "share of actions keyed on the observation (default: the config's format.keyed_share)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--expert-noise", expert_noise, "with the expert, share of turns played at random and not written (default: the config's format.expert_noise)")
-      ->check(CLI::Range(0.0, 0.999));
+      ->check(half_open_unit_interval_option());
   app.add_option("--min-progression", min_progression, "write only episodes reaching this progression (default: the config's format.min_progression)")
       ->check(CLI::Range(0.0, 1.0));
   auto* seed_option = app.add_option("--first-seed", first_seed, "seed of the first episode (default: top of the training block)");
