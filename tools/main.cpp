@@ -1,6 +1,8 @@
 // turnrl: train, evaluate, play and inspect LLM agents on multi-turn text games.
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -24,6 +26,11 @@ void print_usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // glibc serves blocks over its mmap threshold with fresh mmaps and unmaps them on free, so every
+  // large activation of a training step was page-faulted in anew: 20-30% of the time in the kernel
+  // and the format stage's fine-tuning 2.7x slower on one 2-core machine. Keep freed memory in the heap.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
   if (argc < 2) {
     print_usage();
     return turnrl::tools::kExitUsage;
