@@ -27,8 +27,8 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   // glibc serves blocks over its mmap threshold with fresh mmaps and unmaps them on free, so every
-  // large activation of a training step was page-faulted in anew: 20-30% of the time in the kernel
-  // and the format stage's fine-tuning 2.7x slower on one 2-core machine. Keep freed memory in the heap.
+  // large activation of a training step was page-faulted in anew: 20-32% of the time in the kernel
+  // and the format stage's fine-tuning 2.6x slower on one 2-core machine. Keep freed memory in the heap.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);
   if (argc < 2) {
