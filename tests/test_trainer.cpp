@@ -426,6 +426,19 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
     CHECK(summary.at("tasks").at(score.task).at("success").get<double>() == doctest::Approx(score.success));
     CHECK(summary.at("tasks").at(score.task).at("progression").get<double>() == doctest::Approx(score.progression));
   }
+  CHECK(summary.at("decoding") == "greedy");
+  // --sampled: the run's training sampling, seeded by the run's seed, through the same path.
+  const auto sampled = turnrl::test::run_turnrl("eval --run " + root + "/run --seeds 7000:6 --sampled --out " + root + "/eval-sampled");
+  REQUIRE_MESSAGE(sampled.exit_code == 0, sampled.output);
+  std::ifstream sampled_file(root + "/eval-sampled/summary.json");
+  const nlohmann::json sampled_summary = nlohmann::json::parse(sampled_file);
+  CHECK(sampled_summary.at("decoding").get<std::string>().rfind("sampled", 0) == 0);
+  const auto sampler = make_policy_agent(turnrl::agents::LanguageModel::load(latest_model(root + "/run")), run, false, run.run.seed);
+  for (const TaskScore& score : evaluate({run.env.ids, run.env.options, run.turn, 7000, 6}, *sampler)) {
+    INFO(score.task);
+    CHECK(sampled_summary.at("tasks").at(score.task).at("progression").get<double>() == doctest::Approx(score.progression));
+    CHECK(sampled_summary.at("tasks").at(score.task).at("success").get<double>() == doctest::Approx(score.success));
+  }
   const auto generated = turnrl::test::run_turnrl("generate --model " + root + "/run/model --prompt 'go to the red ball' --max-new-tokens 4");
   CHECK_MESSAGE(generated.exit_code == 0, generated.output);
   // An interrupted run saves too: SIGTERM lets the iteration in flight finish, then saves.

@@ -12,6 +12,7 @@ int bench_crafter(int argc, char** argv);
 int bench_rollout(int argc, char** argv);
 int bench_env_server(int argc, char** argv);
 int bench_reward(int argc, char** argv);
+int bench_allocator(int argc, char** argv);
 
 /** Runs a reference command (e.g. a Python runner) and returns the `steps_per_sec` of the last
  *  JSON line it prints, or nullopt with a warning when it fails. */

@@ -25,6 +25,7 @@ const Benchmark kBenchmarks[] = {
     {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak, training attention", bench_llm},
     {"rollout", "asynchronous (fiber) rollouts vs lock-step: tiny LLM, HTTP agent against a stub", bench_rollout},
     {"reward", "streaming vs synchronous scoring by an HTTP scorer: share of scorer time hidden", bench_reward},
+    {"allocator", "fine-tuning steps with freed memory kept in the heap vs glibc's default allocator", bench_allocator},
 #endif
 };
 

@@ -1,7 +1,8 @@
 // `turnrl eval --config FILE`: zero-shot sweeps over models x tasks x episodes with BALROG's
 // protocol; append-only per-episode JSONL (resumable), summary CSV/Markdown and an SVG plot.
-// `turnrl eval --run RUN --seeds START:COUNT --out DIR`: a training run's latest model, greedy,
-// with the run's own turn settings, through the trainer's evaluation code path.
+// `turnrl eval --run RUN --seeds START:COUNT --out DIR [--sampled]`: a training run's latest model,
+// greedy or sampled as in training (BALROG's own default decoding is temperature 1.0), with the
+// run's own turn settings, through the trainer's evaluation code path.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -135,7 +136,7 @@ std::pair<uint64_t, int> parse_seed_range(const std::string& text) {
   }
 }
 
-int evaluate_run(const std::string& run_dir, const std::string& seeds, const std::string& out_folder) {
+int evaluate_run(const std::string& run_dir, const std::string& seeds, const std::string& out_folder, bool sampled) {
   const auto [first_seed, count] = parse_seed_range(seeds);
   const trainer::TrainConfig config = trainer::TrainConfig::load(trainer::run_config_path(run_dir));
   if (config.run.overlaps_training_seeds(first_seed, static_cast<uint64_t>(count))) {
@@ -146,10 +147,11 @@ int evaluate_run(const std::string& run_dir, const std::string& seeds, const std
   const std::string model_dir = trainer::latest_model(run_dir);
   agents::set_compute_threads(config.model.threads);
   std::unique_ptr<agents::Agent> agent =
-      trainer::make_policy_agent(agents::LanguageModel::load(model_dir, config.model.device), config, true);
+      trainer::make_policy_agent(agents::LanguageModel::load(model_dir, config.model.device), config, !sampled, config.run.seed);
   const std::filesystem::path out_dir = out_folder;
   std::filesystem::create_directories(out_dir);
-  spdlog::info("evaluating {} greedily on seeds {}..{} of {} task(s)", model_dir, first_seed, first_seed + count - 1, config.env.ids.size());
+  const std::string decoding = sampled ? fmt::format("sampled (temperature {})", config.sampling.temperature) : "greedy";
+  spdlog::info("evaluating {} ({}) on seeds {}..{} of {} task(s)", model_dir, decoding, first_seed, first_seed + count - 1, config.env.ids.size());
   std::ofstream episodes(out_dir / "episodes.jsonl", std::ios::trunc | std::ios::binary);
   std::vector<EpisodeResult> results;
   const trainer::EvaluationSpec spec{config.env.ids, config.env.options, config.turn, first_seed, count, kProgressSeconds};
@@ -162,6 +164,7 @@ int evaluate_run(const std::string& run_dir, const std::string& seeds, const std
   nlohmann::json summary = trainer::scores_json(scores);
   summary["model"] = model_dir;
   summary["seeds"] = {{"start", first_seed}, {"count", count}};
+  summary["decoding"] = decoding;
   write_file(out_dir / "summary.json", summary.dump(2) + "\n");
   const std::vector<SummaryRow> rows = summarize(results);
   write_file(out_dir / "summary.csv", summary_csv(rows));
@@ -181,7 +184,7 @@ int evaluate_run(const std::string& run_dir, const std::string& seeds, const std
 int run_eval(int argc, char** argv) {
   CLI::App app{"Evaluation. With --config: a zero-shot sweep (BALROG protocol), models x tasks x episodes,\n"
                "writing <output_dir>/episodes.jsonl, summary.csv, summary.md and summary.svg (rerunning resumes).\n"
-               "With --run: a training run's latest model, greedy, with the run's own turn settings, on\n"
+               "With --run: a training run's latest model, greedy (or --sampled), with the run's own turn settings, on\n"
                "COUNT seeds from START per task; writes DIR/summary.json beside the usual summary files.",
                "turnrl eval"};
   std::string config_path, run_dir, seeds, run_out;
@@ -189,10 +192,12 @@ int run_eval(int argc, char** argv) {
   auto* run_option = app.add_option("--run", run_dir, "a training run's folder (run.out)")->check(CLI::ExistingDirectory)->excludes(config_option);
   app.add_option("--seeds", seeds, "START:COUNT seeds per task (with --run)")->needs(run_option);
   app.add_option("--out", run_out, "output folder (with --run)")->needs(run_option);
+  bool sampled = false;
+  app.add_flag("--sampled", sampled, "sample replies with the run's training sampling instead of greedy decoding (with --run)")->needs(run_option);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
   if (!run_dir.empty()) {
     if (seeds.empty() || run_out.empty()) throw std::invalid_argument("eval --run needs --seeds START:COUNT and --out DIR");
-    return evaluate_run(run_dir, seeds, run_out);
+    return evaluate_run(run_dir, seeds, run_out, sampled);
   }
   if (config_path.empty()) throw std::invalid_argument("eval needs --config FILE or --run RUN (see turnrl eval --help)");
   const EvalConfig config = load_eval_config(config_path);

@@ -1,12 +1,11 @@
 // turnrl: train, evaluate, play and inspect LLM agents on multi-turn text games.
 #include <spdlog/spdlog.h>
 
-#include <malloc.h>
-
 #include <cstdio>
 #include <exception>
 #include <string>
 
+#include "tools/allocator.h"
 #include "tools/cli.h"
 #ifdef TURNRL_WITH_TORCH
 #include <c10/util/Exception.h>
@@ -26,11 +25,7 @@ void print_usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // glibc serves blocks over its mmap threshold with fresh mmaps and unmaps them on free, so every
-  // large activation of a training step was page-faulted in anew: 20-32% of the time in the kernel
-  // and the format stage's fine-tuning 2.6x slower on one 2-core machine. Keep freed memory in the heap.
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, -1);
+  turnrl::tools::keep_freed_memory_in_heap();
   if (argc < 2) {
     print_usage();
     return turnrl::tools::kExitUsage;
