@@ -1,7 +1,6 @@
 #include "envs/babaisai/babaisai_expert.h"
 
 #include <deque>
-#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -13,12 +12,10 @@
 namespace turnrl::envs::babaisai {
 namespace {
 
-/** States the breadth-first search may visit (about 0.5 s on one core): most levels' shortest
- *  wins lie within it from the start. Where none does (two_room-make_win, measured: 0 of 2 seeds,
- *  nor with 400,000 states in 4 minutes), a search pruned by novelty takes over. */
+/** States one search may visit (about 0.5 s on one core). Most levels' wins lie within it from
+ *  the start; where none does (two_room-make_win, measured: 0 of 2 seeds, nor with 400,000 states
+ *  in 4 minutes) the expert moves at random. */
 constexpr size_t kMaxStates = 30000;
-/** States the novelty-pruned search may keep; where it finds no win either, the expert moves at random. */
-constexpr size_t kMaxNoveltyStates = 200000;
 /** Remembered states (per thread) before the memory starts afresh. */
 constexpr size_t kMaxRemembered = 1 << 22;
 
@@ -55,72 +52,6 @@ void remember_failure(const std::unordered_set<uint64_t>& visited) {
   for (const uint64_t hash : visited) states.emplace(hash, kNoPlan);
 }
 
-/** Where each object that can move stands, as atoms (object x cell); border walls never move. */
-std::vector<uint32_t> object_cells(const World& world) {
-  std::vector<uint32_t> atoms;
-  const int cells = world.grid.cell_count();
-  for (int k = 0; k < cells; ++k) {
-    for (const ObjectId id : world.grid.stack(world.grid.pos_of(k))) {
-      if (world.objects[id].kind != Kind::kBorder) atoms.push_back(static_cast<uint32_t>(id * cells + k));
-    }
-  }
-  return atoms;
-}
-
-/** IW(2) (Lipovetzky and Geffner 2012): a state is worth expanding only where it puts some pair of
- *  objects on cells that no state before it did. A level's wins are sequences of such pairs (Baba
- *  beside a word, the word beside "is", Baba on the winning thing), so the search reaches wins far
- *  beyond the breadth-first budget while keeping a number of states that grows with the pairs. */
-class PairNovelty {
- public:
-  /** True when some pair (or single atom) of `atoms` is new; records all of them. */
-  bool novel(const std::vector<uint32_t>& atoms) {
-    bool any = false;
-    for (size_t i = 0; i < atoms.size(); ++i) {
-      any |= seen_.insert(pair_key(atoms[i], atoms[i])).second;
-      for (size_t j = i + 1; j < atoms.size(); ++j) any |= seen_.insert(pair_key(atoms[i], atoms[j])).second;
-    }
-    return any;
-  }
-
- private:
-  static uint64_t pair_key(uint32_t a, uint32_t b) { return a < b ? (uint64_t{a} << 32) | b : (uint64_t{b} << 32) | a; }
-  std::unordered_set<uint64_t> seen_;
-};
-
-/** The moves of a win from `start` found breadth first within `max_states` kept states (pruned by
- *  novelty when `prune` is set), or none; every state it meets goes into `seen`. */
-std::optional<std::vector<int>> find_win(const World& start, size_t max_states, bool prune, std::unordered_set<uint64_t>& seen) {
-  struct Node {
-    World world;
-    std::vector<int> moves;
-  };
-  PairNovelty novelty;
-  if (prune) novelty.novel(object_cells(start));
-  seen.insert(state_hash(start));
-  std::deque<Node> frontier;
-  frontier.push_back({start, {}});
-  size_t kept = 1;
-  while (!frontier.empty() && kept < max_states) {
-    const Node node = std::move(frontier.front());
-    frontier.pop_front();
-    for (int action = kUp; action <= kLeft; ++action) {
-      Node next{node.world, node.moves};
-      next.moves.push_back(action);
-      const StepOutcome outcome = next.world.step(action);
-      if (outcome.done) {
-        if (outcome.reward <= 0) continue;  // lost, or out of steps
-        return next.moves;
-      }
-      if (!you_position(next.world) || !seen.insert(state_hash(next.world)).second) continue;
-      if (prune && !novelty.novel(object_cells(next.world))) continue;
-      frontier.push_back(std::move(next));
-      ++kept;
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 int expert_action(const BabaIsAIEnv& env, uint64_t seed) {
@@ -131,15 +62,31 @@ int expert_action(const BabaIsAIEnv& env, uint64_t seed) {
   if (const auto known = remembered().find(start_hash); known != remembered().end()) {
     return known->second == kNoPlan ? random_move() : known->second;
   }
-  std::unordered_set<uint64_t> seen, pruned_seen;
-  std::optional<std::vector<int>> plan = find_win(start, kMaxStates, false, seen);
-  if (!plan) plan = find_win(start, kMaxNoveltyStates, true, pruned_seen);
-  if (!plan) {
-    remember_failure(seen);
-    return random_move();
+  struct Node {
+    World world;
+    std::vector<int> moves;
+  };
+  std::unordered_set<uint64_t> seen{start_hash};
+  std::deque<Node> frontier;
+  frontier.push_back({start, {}});
+  while (!frontier.empty() && seen.size() < kMaxStates) {
+    const Node node = std::move(frontier.front());
+    frontier.pop_front();
+    for (int action = kUp; action <= kLeft; ++action) {
+      Node next{node.world, node.moves};
+      next.moves.push_back(action);
+      const StepOutcome outcome = next.world.step(action);
+      if (outcome.done) {
+        if (outcome.reward <= 0) continue;  // lost, or out of steps
+        remember_plan(start, next.moves);
+        return next.moves.front();
+      }
+      if (!you_position(next.world)) continue;
+      if (seen.insert(state_hash(next.world)).second) frontier.push_back(std::move(next));
+    }
   }
-  remember_plan(start, *plan);
-  return plan->front();
+  remember_failure(seen);
+  return random_move();
 }
 
 }  // namespace turnrl::envs::babaisai

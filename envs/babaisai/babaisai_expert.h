@@ -2,16 +2,15 @@
 // A scripted BabaIsAI player that reads the level directly: a breadth-first search over the
 // level's own step (every "you" thing moves, rules are re-read) for the shortest way to a win in
 // the steps left, never through a step that breaks every "you" rule (BALROG would reset the level)
-// or loses; where that search runs out of states, one pruned by novelty (IW(2)) finds a longer
-// win. The demonstrations of a format stage (`format.policy: expert`).
+// or loses. The demonstrations of a format stage (`format.policy: expert`).
 #include <cstdint>
 
 #include "envs/babaisai/babaisai_env.h"
 
 namespace turnrl::envs::babaisai {
 
-/** The first move of a win from the env's current state (of a shortest one where breadth first
- *  finds it); a random move (from `seed`) where neither search finds one. Requires reset(). */
+/** The first move of a shortest win from the env's current state; a random move (from `seed`)
+ *  where the search finds none within its budget of states. Requires reset(). */
 int expert_action(const BabaIsAIEnv& env, uint64_t seed);
 
 }  // namespace turnrl::envs::babaisai
