@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace turnrl::tools {
 
 int bench_env(int argc, char** argv);
@@ -13,6 +15,11 @@ int bench_rollout(int argc, char** argv);
 int bench_env_server(int argc, char** argv);
 int bench_reward(int argc, char** argv);
 int bench_allocator(int argc, char** argv);
+
+/** Runs `command` and returns what it printed, or nullopt with a warning when it could not start or failed. */
+std::optional<std::string> command_output(const std::string& command);
+/** The last line of `output` that is a JSON object with the number `key`. */
+std::optional<nlohmann::json> last_json_with(const std::string& output, const std::string& key);
 
 /** Runs a reference command (e.g. a Python runner) and returns the `steps_per_sec` of the last
  *  JSON line it prints, or nullopt with a warning when it fails. */

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -54,9 +55,10 @@ int run_worker(const Workload& w) {
     }
     const agents::ResponseBatch rb = agents::make_response_batch(prompts, replies, pad_id, torch::kCPU);
     const torch::Tensor mask = rb.response_mask.to(torch::kFloat);
-    const torch::Tensor loss = -(agents::response_logprobs(model, rb, {}) * mask).sum() / mask.sum();
+    const torch::Tensor tokens = mask.sum();
+    const torch::Tensor loss = -(agents::response_logprobs(model, rb, {}) * mask).sum() / tokens;
     trainer::clipped_step(optimizer, model->parameters(), loss, 1.0);
-    target_tokens += mask.sum().item<double>();
+    target_tokens += tokens.item<double>();
   };
   step();
   target_tokens = 0;
@@ -77,17 +79,11 @@ int run_worker(const Workload& w) {
 }
 
 nlohmann::json run_child(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("bench allocator: could not start " + command);
-  std::string output;
-  char buffer[4096];
-  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  if (const int status = pclose(pipe); status != 0) {
-    throw std::runtime_error("bench allocator: worker failed (status " + std::to_string(status) + "): " + command);
-  }
-  const auto line = nlohmann::json::parse(output.substr(output.rfind('{')), nullptr, false);
-  if (!line.is_object() || !line.contains("tokens_per_s")) throw std::runtime_error("bench allocator: worker printed no figures: " + output);
-  return line;
+  const std::optional<std::string> output = command_output(command);
+  if (!output) throw std::runtime_error("bench allocator: the worker failed: " + command);
+  std::optional<nlohmann::json> figures = last_json_with(*output, "tokens_per_s");
+  if (!figures) throw std::runtime_error("bench allocator: the worker printed no figures: " + *output);
+  return std::move(*figures);
 }
 
 }  // namespace

@@ -36,10 +36,10 @@ void print_usage() {
 
 }  // namespace
 
-std::optional<double> run_reference_steps_per_sec(const std::string& command) {
+std::optional<std::string> command_output(const std::string& command) {
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) {
-    spdlog::warn("reference command could not start: {}", command);
+    spdlog::warn("command could not start: {}", command);
     return std::nullopt;
   }
   std::string output;
@@ -47,22 +47,34 @@ std::optional<double> run_reference_steps_per_sec(const std::string& command) {
   while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
   const int status = pclose(pipe);
   if (status != 0) {
-    spdlog::warn("reference command failed (status {}): {}", status, command);
+    spdlog::warn("command failed (status {}): {}", status, command);
     return std::nullopt;
   }
-  std::optional<double> steps_per_sec;
+  return output;
+}
+
+std::optional<nlohmann::json> last_json_with(const std::string& output, const std::string& key) {
+  std::optional<nlohmann::json> found;
   size_t start = 0;
   while (start < output.size()) {
     size_t end = output.find('\n', start);
     if (end == std::string::npos) end = output.size();
-    const auto line = nlohmann::json::parse(output.substr(start, end - start), nullptr, false);
-    if (line.is_object() && line.contains("steps_per_sec") && line["steps_per_sec"].is_number()) {
-      steps_per_sec = line["steps_per_sec"].get<double>();
-    }
+    auto line = nlohmann::json::parse(output.substr(start, end - start), nullptr, false);
+    if (line.is_object() && line.contains(key) && line[key].is_number()) found = std::move(line);
     start = end + 1;
   }
-  if (!steps_per_sec) spdlog::warn("reference printed no steps_per_sec: {}", command);
-  return steps_per_sec;
+  return found;
+}
+
+std::optional<double> run_reference_steps_per_sec(const std::string& command) {
+  const std::optional<std::string> output = command_output(command);
+  if (!output) return std::nullopt;
+  const std::optional<nlohmann::json> figures = last_json_with(*output, "steps_per_sec");
+  if (!figures) {
+    spdlog::warn("reference printed no steps_per_sec: {}", command);
+    return std::nullopt;
+  }
+  return (*figures)["steps_per_sec"].get<double>();
 }
 
 int run_bench(int argc, char** argv) {
