@@ -283,6 +283,7 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("p.yaml", base + "env:\n  n_env: 4\n  e_len: 2\nppo:\n  minibatch: 9\n", "p.yaml:7: ppo.minibatch: must be at most the batch");
   fails_with("q.yaml", base + "run:\n  seed: -3\n", "q.yaml:4: run.seed: must be >= 0, got -3");
   fails_with("r.yaml", base + "run:\n  eval_seed: -1\n", "run.eval_seed: must be >= 0");
+  fails_with("r2.yaml", base + "run:\n  eval_decoding: beam\n", "r2.yaml:4: run.eval_decoding: must be greedy or sampled");
   fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
   fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
   // Found with tests/fuzz/fuzz_config: the product of tasks and group size overflowed an int (UB).
@@ -399,7 +400,8 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
                            "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
                            "turn:\n  layout: compact\n  history: 1\n  reply_format: action-tag\n  invalid_feedback: false\n"
                            "ppo:\n  minibatch: 6\n  epochs: 1\n"
-                           "run:\n  iterations: 3\n  checkpoint_every: 2\n  eval_every: 10\n  eval_episodes: 3\n  out: " + root + "/run\n";
+                           "run:\n  iterations: 3\n  checkpoint_every: 2\n  eval_every: 10\n  eval_episodes: 3\n"
+                           "  eval_decoding: sampled\n  out: " + root + "/run\n";
   const TrainConfig config = TrainConfig::load(write_config("run_model.yaml", yaml));
   PpoTrainer(config, "").train();
   std::ifstream state_file(root + "/run/checkpoint/state.json");
@@ -438,6 +440,16 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
     INFO(score.task);
     CHECK(sampled_summary.at("tasks").at(score.task).at("progression").get<double>() == doctest::Approx(score.progression));
     CHECK(sampled_summary.at("tasks").at(score.task).at("success").get<double>() == doctest::Approx(score.success));
+  }
+  // The run's own final evaluation (eval_decoding: sampled) is that sampling on its evaluation seeds.
+  const std::vector<nlohmann::json> evals = metrics_of_type(root + "/run/metrics.jsonl", "eval");
+  REQUIRE(!evals.empty());
+  CHECK(evals.back().at("iteration") == 3);
+  CHECK(evals.back().at("decoding") == "sampled");
+  const std::vector<TaskScore> at_eval_seeds = evaluate({run.env.ids, run.env.options, run.turn, run.run.eval_seed, 3}, *sampler);
+  for (const TaskScore& score : at_eval_seeds) {
+    INFO(score.task);
+    CHECK(evals.back().at("tasks").at(score.task).at("progression").get<double>() == doctest::Approx(score.progression));
   }
   const auto generated = turnrl::test::run_turnrl("generate --model " + root + "/run/model --prompt 'go to the red ball' --max-new-tokens 4");
   CHECK_MESSAGE(generated.exit_code == 0, generated.output);

@@ -15,13 +15,12 @@
 #include <spdlog/spdlog.h>
 
 #include "agents/model/compute_threads.h"
-#include "agents/model/generation.h"
 #include "agents/model/model_presets.h"
 #include "agents/model/qwen2_model.h"
 #include "tools/allocator.h"
 #include "tools/bench.h"
 #include "tools/cli.h"
-#include "trainer/ppo_update.h"
+#include "trainer/sft_step.h"
 
 namespace turnrl::tools {
 namespace {
@@ -33,7 +32,7 @@ struct Workload {
 
 double cpu_seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); }
 
-/** Runs `steps` AdamW steps of the format stage's loss on random tiny-preset weights and random
+/** Runs `steps` AdamW steps of the format stage (trainer::sft_step) on random tiny-preset weights and random
  *  tokens (one warm-up step first); prints one JSON line: target tokens/s, minor page faults/s and
  *  the share of CPU time spent in the kernel. */
 int run_worker(const Workload& w) {
@@ -53,12 +52,7 @@ int run_worker(const Workload& w) {
       for (auto& id : prompts[b]) id = token(rng);
       for (auto& id : replies[b]) id = token(rng);
     }
-    const agents::ResponseBatch rb = agents::make_response_batch(prompts, replies, pad_id, torch::kCPU);
-    const torch::Tensor mask = rb.response_mask.to(torch::kFloat);
-    const torch::Tensor tokens = mask.sum();
-    const torch::Tensor loss = -(agents::response_logprobs(model, rb, {}) * mask).sum() / tokens;
-    trainer::clipped_step(optimizer, model->parameters(), loss, 1.0);
-    target_tokens += tokens.item<double>();
+    target_tokens += trainer::sft_step(model, optimizer, prompts, replies, pad_id, torch::kCPU, 1.0).tokens;
   };
   step();
   target_tokens = 0;

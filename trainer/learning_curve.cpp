@@ -8,7 +8,7 @@
 namespace turnrl::trainer {
 
 void write_learning_curve_svg(const std::string& path, const std::vector<EvalPoint>& points,
-                              const std::vector<std::string>& tasks) {
+                              const std::vector<std::string>& tasks, const std::string& decoding) {
   std::vector<LineSeries> series(1);
   series[0].name = tasks.size() == 1 ? tasks.front() : "mean of " + std::to_string(tasks.size()) + " tasks";
   series[0].width = 2.0;
@@ -22,7 +22,7 @@ void write_learning_curve_svg(const std::string& path, const std::vector<EvalPoi
       series.push_back(std::move(task));
     }
   }
-  const std::string svg = svg_line_chart(series[0].name + ": greedy progression on held-out seeds", "minutes", "progression", 1.0, series, 0.95);
+  const std::string svg = svg_line_chart(series[0].name + ": " + decoding + " progression on held-out seeds", "minutes", "progression", 1.0, series, 0.95);
   {
     std::ofstream out(path + ".tmp");
     out << svg;

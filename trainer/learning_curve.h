@@ -15,6 +15,6 @@ struct EvalPoint {
 };
 
 void write_learning_curve_svg(const std::string& path, const std::vector<EvalPoint>& points,
-                              const std::vector<std::string>& tasks);
+                              const std::vector<std::string>& tasks, const std::string& decoding);
 
 }  // namespace turnrl::trainer

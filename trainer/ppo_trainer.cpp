@@ -81,7 +81,7 @@ bool on_any_rank(ProcessGroup* ranks, bool flag) {
 
 struct PpoTrainer::Impl {
   LearnerState learner;
-  std::unique_ptr<agents::Agent> sampler, greedy;  // token-level agents over the live actor
+  std::unique_ptr<agents::Agent> sampler, evaluator;  // token-level agents over the live actor
   RewardStreams reward_streams;  // before the rollout, which reports finished turns to them
   std::unique_ptr<Rollout> rollout;
   int iteration = 0;
@@ -138,7 +138,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
   l.allowed_tokens = action_vocabulary(c, policy->tokenizer());
   l.pad_id = policy->tokenizer().pad_id();
   s.sampler = make_policy_agent(policy, c, false, c.run.seed);
-  s.greedy = make_policy_agent(policy, c, true);
+  s.evaluator = make_policy_agent(policy, c, c.run.eval_decoding == "greedy", c.run.seed);
   if (!s.sampler->token_level()) throw std::logic_error("the training agent must be token-level");
 
   RolloutConfig rollout;
@@ -229,7 +229,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     last_eval = s.iteration;
     if (c.run.eval_episodes <= 0 || !writer) return;
     const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, c.run.eval_seed, c.run.eval_episodes};
-    const std::vector<TaskScore> tasks = evaluate(spec, *s.greedy);
+    const std::vector<TaskScore> tasks = evaluate(spec, *s.evaluator);
     const nlohmann::json scores = scores_json(tasks);
     std::vector<double> task_progression;
     double length = 0;
@@ -240,17 +240,18 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     const double success = scores["overall"]["success"];
     const double progression = scores["overall"]["progression"];
     s.curve.push_back({elapsed() / 60.0, s.iteration, progression, task_progression});
+    const std::string& decoding = c.run.eval_decoding;
     nlohmann::json line = {{"type", "eval"},    {"iteration", s.iteration}, {"minutes", elapsed() / 60.0},
-                           {"greedy_success", success}, {"progression", progression},
+                           {"decoding", decoding}, {"success", success}, {"progression", progression},
                            {"mean_length", length}, {"episodes", c.run.eval_episodes}, {"tasks", scores["tasks"]}};
     metrics << line.dump() << "\n" << std::flush;
-    spdlog::info("eval  iter {:4d} | {:5.1f} min | greedy success {:.3f}, progression {:.3f} on {} seeds from {} per task | mean length {:.1f}",
-                 s.iteration, elapsed() / 60.0, success, progression, c.run.eval_episodes, c.run.eval_seed, length);
+    spdlog::info("eval  iter {:4d} | {:5.1f} min | {} success {:.3f}, progression {:.3f} on {} seeds from {} per task | mean length {:.1f}",
+                 s.iteration, elapsed() / 60.0, decoding, success, progression, c.run.eval_episodes, c.run.eval_seed, length);
     for (const TaskScore& task : tasks) {
-      if (tasks.size() > 1) spdlog::info("      {:<28} greedy success {:.3f}, progression {:.3f}", task.task, task.success, task.progression);
+      if (tasks.size() > 1) spdlog::info("      {:<28} {} success {:.3f}, progression {:.3f}", task.task, decoding, task.success, task.progression);
       if (!task.unlock_rates.empty()) spdlog::info("      {:<28} Crafter score {:.1f}%: {}", task.task, task.crafter_score, unlock_summary(task));
     }
-    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids);
+    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids, decoding);
   };
   auto checkpoint_now = [&] {
     last_checkpoint = s.iteration;

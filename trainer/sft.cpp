@@ -1,4 +1,5 @@
 #include "trainer/sft.h"
+#include "trainer/sft_step.h"
 
 #include <algorithm>
 #include <chrono>
@@ -79,6 +80,17 @@ std::vector<std::vector<size_t>> sft_epoch_batches(const std::vector<SftExample>
   return batches;
 }
 
+SftStepResult sft_step(agents::Qwen2Model& model, torch::optim::Optimizer& optimizer, const std::vector<std::vector<int32_t>>& prompts,
+                       const std::vector<std::vector<int32_t>>& targets, int32_t pad_id, const torch::Device& device,
+                       double max_grad_norm) {
+  const agents::ResponseBatch rb = agents::make_response_batch(prompts, targets, pad_id, device);
+  const torch::Tensor mask = rb.response_mask.to(torch::kFloat);
+  const torch::Tensor tokens = mask.sum();
+  const torch::Tensor loss = -(agents::response_logprobs(model, rb, {}) * mask).sum() / tokens;
+  clipped_step(optimizer, model->parameters(), loss, max_grad_norm);
+  return {loss.item<double>(), tokens.item<double>()};
+}
+
 SftReport run_sft(const std::string& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings) {
   if (settings.epochs <= 0 || settings.batch_size <= 0 || settings.lr <= 0) {
     throw std::invalid_argument("sft: epochs, batch size and learning rate must be > 0");
@@ -117,17 +129,12 @@ SftReport run_sft(const std::string& data, const std::string& model_dir, const s
         prompts.push_back(examples[k].prompt);
         targets.push_back(examples[k].target);
       }
-      const agents::ResponseBatch rb = agents::make_response_batch(prompts, targets, tokenizer.pad_id(), device);
-      const torch::Tensor logp = agents::response_logprobs(model, rb, {});
-      const torch::Tensor mask = rb.response_mask.to(torch::kFloat);
-      const torch::Tensor tokens = mask.sum();
-      const torch::Tensor loss = -(logp * mask).sum() / tokens;
-      clipped_step(optimizer, model->parameters(), loss, settings.max_grad_norm);
+      const SftStepResult result = sft_step(model, optimizer, prompts, targets, tokenizer.pad_id(), device, settings.max_grad_norm);
       ++step;
-      const double value = loss.item<double>();
-      loss_sum += value * tokens.item<double>();
-      token_sum += tokens.item<double>();
-      tokens_done += tokens.item<double>();
+      const double value = result.loss;
+      loss_sum += value * result.tokens;
+      token_sum += result.tokens;
+      tokens_done += result.tokens;
       curve.push_back({static_cast<double>(step), value});
       metrics << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"loss", value}}.dump() << "\n";
       const auto now = std::chrono::steady_clock::now();

@@ -116,6 +116,9 @@ struct TrainConfig {
     int eval_every = 10;
     int eval_episodes = 200;
     uint64_t eval_seed = 100000;
+    /** How evaluations decode: "greedy", or "sampled" with `sampling:` seeded by `seed` (BALROG's
+     *  default decoding is temperature 1.0); `eval --run --sampled` replays the latter exactly. */
+    std::string eval_decoding = "greedy";
     uint64_t train_seed = 1000000;
     /** Seeds a run's training episodes may take: [train_seed + seed * span, + span). Runs with
      *  other `seed`s take the next blocks; evaluation seeds must lie outside the block. */
