@@ -12,9 +12,14 @@
 #include "agents/model/language_model.h"
 #include "agents/model/model_presets.h"
 #include "agents/model/tokenizer.h"
+#include "agents/expert_agent.h"
+#include "agents/random_agent.h"
+#include "agents/reply_template.h"
+#include "envs/expert.h"
 #include "envs/registry.h"
 #include "envs/reply_parser.h"
 #include "trainer/format_stage.h"
+#include "trainer/rollout/episode_runner.h"
 #include "trainer/ppo_trainer.h"
 #include "trainer/rollout/sft_data.h"
 #include "trainer/sft.h"
@@ -196,6 +201,108 @@ TEST_CASE("format data from the expert with noise: random turns are played, not 
   std::string random_yaml = corridor_config(root, 1);
   random_yaml.replace(random_yaml.find("  episodes: 100"), 15, "  expert_noise: 0.3\n  episodes: 100");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("sft_noise_random.yaml", random_yaml)), doctest::Contains("needs policy: expert"));
+}
+
+TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the expert's action in the state it reached") {
+  const std::string root = "/tmp/turnrl_dagger_data_test";
+  std::filesystem::remove_all(root);
+  std::string yaml = corridor_config(root, 1);
+  const std::string corridor = "corridor/short\n  options: {length: 3}";
+  yaml.replace(yaml.find(corridor), corridor.size(), "babyai/goto\n  options: {num_dists: 2}");
+  yaml.replace(yaml.find("history: 0"), 10, "history: 1");
+  yaml.replace(yaml.find("  episodes: 100"), 15, "  policy: expert\n  episodes: 100\n  dagger_rounds: 1\n  dagger_episodes: 8");
+  const TrainConfig config = TrainConfig::load(write_config("dagger_data.yaml", yaml));
+  CHECK(config.format.dagger_rounds == 1);
+  turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
+  const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
+  SftDataSpec spec = format_data_spec(config, config.model.path, tokenizer);
+  spec.episodes = 12;
+  // The expert as its own learner writes exactly its demonstrations.
+  turnrl::agents::ExpertAgent expert_learner(spec.reply_template);
+  const SftDataCounts demonstrated = write_sft_data(spec, root + "/demonstrations.jsonl");
+  const SftDataCounts relabelled = write_sft_data(spec, root + "/self.jsonl", &expert_learner);
+  CHECK(relabelled.transcripts == demonstrated.transcripts);
+  auto sorted_lines = [](const std::string& path) {
+    std::vector<std::string> lines;
+    for (const nlohmann::json& line : read_lines(path)) lines.push_back(line.dump());
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  CHECK(sorted_lines(root + "/self.jsonl") == sorted_lines(root + "/demonstrations.jsonl"));
+  // A random learner: replay each episode, stepping with the learner's actions (its past reply in
+  // the next prompt); every label is the expert's action in the state reached, every turn labelled.
+  turnrl::agents::RandomAgent random_learner(spec.reply_template);
+  const turnrl::agents::ReplyTemplate reply_template(spec.reply_template);
+  size_t turns = 0, disagreements = 0;
+  for (uint64_t k = 0; k < 6; ++k) {
+    spec.episodes = 1;
+    spec.first_seed = 5000 + k;
+    const std::string path = root + "/random" + std::to_string(k) + ".jsonl";
+    const SftDataCounts counts = write_sft_data(spec, path, &random_learner);
+    CHECK(counts.transcripts == counts.turns);
+    const std::vector<nlohmann::json> lines = read_lines(path);
+    REQUIRE(lines.size() == counts.turns);
+    const auto env = turnrl::envs::make_env(spec.tasks.front(), spec.env_options);
+    env->reset(spec.first_seed);
+    for (size_t t = 0; t < lines.size(); ++t) {
+      const std::string label = lines[t].at("messages").back().at("content");
+      const int expert = turnrl::envs::expert_action(*env, episode_turn_seed(spec.first_seed, static_cast<int>(t)));
+      CHECK(label == reply_template.fill(env->actions().at(static_cast<size_t>(expert)).name));
+      if (t + 1 == lines.size()) break;
+      const nlohmann::json& next = lines[t + 1].at("messages");
+      size_t past = next.size() - 1;  // the last assistant message before the target: the learner's reply, as history keeps it
+      while (past > 0 && next[--past].at("role") != "assistant") {
+      }
+      REQUIRE(next[past].at("role") == "assistant");
+      std::string played = next[past].at("content");
+      if (played.rfind("ACTION: ", 0) == 0) played = played.substr(8);
+      const auto& actions = env->actions();
+      const auto it = std::find_if(actions.begin(), actions.end(), [&](const auto& a) { return a.name == played; });
+      REQUIRE_MESSAGE(it != actions.end(), played);
+      const int action = static_cast<int>(it - actions.begin());
+      disagreements += action != expert;
+      ++turns;
+      env->step(action);
+    }
+  }
+  CHECK(turns > 20u);
+  CHECK(disagreements > turns / 3);  // the learner's own play, not the expert's
+  spec.expert_noise = 0.2;
+  CHECK_THROWS_AS(write_sft_data(spec, root + "/noisy.jsonl", &random_learner), std::invalid_argument);
+  std::string noisy_yaml = yaml;
+  noisy_yaml.replace(noisy_yaml.find("  dagger_rounds: 1"), 18, "  dagger_rounds: 1\n  expert_noise: 0.1");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_noisy.yaml", noisy_yaml)), doctest::Contains("format.dagger_rounds: needs expert_noise: 0"));
+  std::string no_episodes = yaml;
+  no_episodes.replace(no_episodes.find("dagger_episodes: 8"), 18, "dagger_episodes: 0");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_none.yaml", no_episodes)), doctest::Contains("format.dagger_episodes: must be > 0"));
+}
+
+TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labels fine-tune it, every round's data kept") {
+  const std::string root = "/tmp/turnrl_dagger_stage_test";
+  std::filesystem::remove_all(root);
+  std::string yaml = corridor_config(root, 1);
+  const std::string corridor = "corridor/short\n  options: {length: 3}";
+  yaml.replace(yaml.find(corridor), corridor.size(), "babyai/goto\n  options: {num_dists: 2}");
+  yaml.replace(yaml.find("  episodes: 100\n  epochs: 4"), 27, "  policy: expert\n  episodes: 20\n  epochs: 1\n  dagger_rounds: 2\n  dagger_episodes: 3");
+  const TrainConfig config = TrainConfig::load(write_config("dagger_stage.yaml", yaml));
+  REQUIRE(config.format.dagger_rounds == 2);
+  CHECK(prepare_initial_model(config) == root + "/format");
+  for (const char* file : {"config.json", "model.safetensors", "sft_data.jsonl", "dagger1.jsonl", "dagger2.jsonl", "sft_metrics.jsonl",
+                           "round0_sft_metrics.jsonl", "round1_sft_metrics.jsonl"}) {
+    INFO(file);
+    CHECK(std::filesystem::exists(root + "/format/" + std::string(file)));
+  }
+  CHECK_FALSE(std::filesystem::exists(root + "/format.tmp"));
+  CHECK_FALSE(std::filesystem::exists(root + "/format.tmp.learner"));
+  // Each round fine-tuned on its own labels: one step per batch of them.
+  for (int round = 1; round <= 2; ++round) {
+    const size_t labels = read_lines(root + "/format/dagger" + std::to_string(round) + ".jsonl").size();
+    const std::string metrics = round == 2 ? "sft_metrics.jsonl" : "round1_sft_metrics.jsonl";
+    INFO("round " << round << ": " << labels << " labels");
+    CHECK(labels >= 3u);
+    CHECK(read_lines(root + "/format/" + metrics).size() == (labels + 31) / 32);
+  }
+  CHECK(turnrl::agents::LanguageModel::load(root + "/format") != nullptr);
 }
 
 TEST_CASE("the tiny preset learns replies that depend on action words in the observation") {

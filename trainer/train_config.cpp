@@ -87,10 +87,17 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.read("epochs", c.format.epochs, positive<int>(), "must be > 0");
   format.read("lr", c.format.lr, positive<double>(), "must be > 0");
   format.read("batch_size", c.format.batch_size, positive<int>(), "must be > 0");
+  format.read("dagger_rounds", c.format.dagger_rounds, non_negative<int>(), "must be >= 0");
+  format.read("dagger_episodes", c.format.dagger_episodes, non_negative<int>(), "must be >= 0");
   format.finish();
   if (root.has("format") && c.format.model.empty()) format.fail("model", "is required (where the format stage's model goes)");
   if (c.format.reply_template.find("{action}") == std::string::npos) format.fail("reply_template", "must contain {action}");
   if (c.format.expert_noise > 0.0 && c.format.policy != "expert") format.fail("expert_noise", "needs policy: expert");
+  if (c.format.dagger_rounds > 0) {
+    if (c.format.policy != "expert") format.fail("dagger_rounds", "needs policy: expert (the expert labels the learner's states)");
+    if (c.format.expert_noise > 0.0) format.fail("dagger_rounds", "needs expert_noise: 0 (the learner's play is the noise)");
+    if (c.format.dagger_episodes <= 0) format.fail("dagger_episodes", "must be > 0 with dagger_rounds");
+  }
 
   ConfigSection env = root.section("env");
   env.read_string_list("id", c.env.ids);
@@ -224,7 +231,8 @@ std::string TrainConfig::to_yaml() const {
         << "min_progression" << YAML::Value << format.min_progression << YAML::Key << "episodes"
         << YAML::Value << format.episodes
         << YAML::Key << "epochs" << YAML::Value << format.epochs << YAML::Key << "lr" << YAML::Value << format.lr << YAML::Key
-        << "batch_size" << YAML::Value << format.batch_size;
+        << "batch_size" << YAML::Value << format.batch_size << YAML::Key << "dagger_rounds" << YAML::Value << format.dagger_rounds
+        << YAML::Key << "dagger_episodes" << YAML::Value << format.dagger_episodes;
     if (!format.tasks.empty()) out << YAML::Key << "tasks" << YAML::Value << YAML::Flow << format.tasks;
     out << YAML::EndMap;
   }

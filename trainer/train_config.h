@@ -45,6 +45,12 @@ struct TrainConfig {
     int epochs = 2;
     double lr = 1e-3;
     int batch_size = 32;
+    /** DAgger after the demonstrations (policy expert): each round the stage's model plays
+     *  `dagger_episodes` episodes, sampled as in training, the expert labels every state it
+     *  reached, and the model fine-tunes on those labels (`epochs`, `lr`, `batch_size`). Cloning
+     *  alone teaches only the expert's states; the learner's own mistakes lead elsewhere. */
+    int dagger_rounds = 0;
+    int dagger_episodes = 0;
   } format;
   /** The model PPO starts from and compares with (KL): the format stage's when declared. */
   const std::string& initial_model() const { return format.model.empty() ? model.path : format.model; }

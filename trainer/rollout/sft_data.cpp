@@ -1,6 +1,9 @@
 #include "trainer/rollout/sft_data.h"
 
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -52,12 +55,47 @@ class TemplateAgent final : public agents::Agent {
   size_t limit_;
 };
 
+/** DAgger's player: the learner acts; the expert's reply for each prompt's state is kept for the
+ *  writer, keyed by the request seed (the episode's and the turn's, episode_turn_seed). */
+class LabellingAgent final : public agents::Agent {
+ public:
+  LabellingAgent(agents::Agent& learner, const std::string& reply_template) : learner_(learner), expert_(reply_template) {}
+  std::string name() const override { return "dagger(" + learner_.name() + ")"; }
+  std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
+    std::vector<agents::AgentReply> labels = expert_.act(prompts);
+    {
+      std::lock_guard lock(mutex_);
+      for (size_t i = 0; i < prompts.size(); ++i) labels_[prompts[i].seed] = std::move(labels[i].text);
+    }
+    return learner_.act(prompts);
+  }
+  std::string take_label(uint64_t request_seed) {
+    std::lock_guard lock(mutex_);
+    const auto it = labels_.find(request_seed);
+    if (it == labels_.end()) throw std::logic_error("format data: no expert label for request seed " + std::to_string(request_seed));
+    std::string label = std::move(it->second);
+    labels_.erase(it);
+    return label;
+  }
+  memory::TokenCounter token_counter() const override { return learner_.token_counter(); }
+  size_t max_prompt_tokens() const override { return learner_.max_prompt_tokens(); }
+
+ private:
+  agents::Agent& learner_;
+  agents::ExpertAgent expert_;
+  std::mutex mutex_;
+  std::map<uint64_t, std::string> labels_;
+};
+
 }  // namespace
 
-SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path) {
+SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, agents::Agent* learner) {
   if (spec.tasks.empty() || spec.episodes <= 0) throw std::invalid_argument("format data: no tasks or no episodes");
   if (!(spec.expert_noise >= 0.0 && spec.expert_noise < 1.0)) throw std::invalid_argument("format data: expert noise must be in [0, 1)");
   if (!(spec.min_progression >= 0.0 && spec.min_progression <= 1.0)) throw std::invalid_argument("format data: min progression must be in [0, 1]");
+  if (learner && (spec.policy != "expert" || spec.expert_noise > 0.0)) {
+    throw std::invalid_argument("format data: a learner's turns are labelled by the expert: policy must be expert, without noise");
+  }
   if (spec.policy == "expert") {
     for (const std::string& task : spec.tasks) {
       if (!envs::has_expert(*envs::make_env(task, spec.env_options))) throw std::invalid_argument("format data: policy expert, but " + task + " has no scripted expert");
@@ -69,25 +107,33 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path) {
   }
   std::ofstream out(path, std::ios::trunc | std::ios::binary);
   if (!out) throw std::runtime_error("cannot write " + path);
-  TemplateAgent agent(spec);
+  TemplateAgent template_agent(spec);
+  std::optional<LabellingAgent> labelling;
+  if (learner) labelling.emplace(*learner, spec.reply_template);
+  agents::Agent& agent = labelling ? static_cast<agents::Agent&>(*labelling) : template_agent;
   EpisodeRunnerConfig runner;
   runner.parallel_episodes = 64;
   runner.turn = spec.turn;
+  runner.progress_s = 10.0;  // a learner's episodes take minutes
+  runner.progress_label = labelling ? "format episodes (learner plays, expert labels)" : "format episodes";
   SftDataCounts counts;
   run_episodes(
       jobs, [&](const std::string& id) { return envs::make_env(id, spec.env_options); }, agent, runner, [&](EpisodeLog&& log) {
         counts.turns += log.turns.size();
-        if (log.progression < spec.min_progression) return;
+        counts.progression_sum += log.progression;
+        if (!labelling && log.progression < spec.min_progression) return;
         ++counts.episodes_written;
         for (size_t t = 0; t < log.turns.size(); ++t) {
           const TurnLog& turn = log.turns[t];
-          if (off_expert_turn(spec, episode_turn_seed(log.job.seed, static_cast<int>(t)))) continue;  // no demonstration
+          const uint64_t request_seed = episode_turn_seed(log.job.seed, static_cast<int>(t));
+          const std::string reply = labelling ? labelling->take_label(request_seed) : turn.reply;
+          if (off_expert_turn(spec, request_seed)) continue;  // no demonstration
           nlohmann::json messages = nlohmann::json::array();
           for (const auto& message : turn.prompt) {
             messages.push_back({{"role", message.role}, {"content", message.content}});
             if (message.role == "assistant") messages.back()["weight"] = 0;  // a past turn: context, not a target
           }
-          messages.push_back({{"role", "assistant"}, {"content", turn.reply}});
+          messages.push_back({{"role", "assistant"}, {"content", reply}});
           out << nlohmann::json{{"messages", std::move(messages)}}.dump() << "\n";
           ++counts.transcripts;
         }

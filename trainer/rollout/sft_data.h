@@ -7,12 +7,16 @@
 // replies in the prompt carry "weight": 0 (context, not targets). With expert noise a share of the
 // expert's turns play a random action instead and are not written, so the demonstrations also show
 // the expert recovering from states its own play never reaches (DART-style noise injection).
+// With a learner (DAgger, Ross et al. 2011), the learner plays and each turn is written with the
+// expert's reply for the state the learner reached: the prompt as the learner saw it, past replies
+// its own, the target what the expert would do there, including where the learner's mistakes led.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "agents/agent.h"
 #include "memory/history.h"
 #include "trainer/rollout/turn_settings.h"
 
@@ -42,9 +46,12 @@ struct SftDataCounts {
   size_t episodes_written = 0;  // those that reached min_progression
   size_t turns = 0;             // played
   size_t transcripts = 0;       // written: the turns of written episodes less the off-expert ones
+  double progression_sum = 0.0; // BALROG progression summed over every episode played
 };
 
-/** Plays the episodes and writes one line per demonstrated turn to `path`. */
-SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path);
+/** Plays the episodes and writes one line per demonstrated turn to `path`. With `learner`, the
+ *  learner plays and every turn is written with the expert's reply (policy must be expert; no
+ *  expert noise; every episode is written, whatever its progression). */
+SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, agents::Agent* learner = nullptr);
 
 }  // namespace turnrl::trainer
