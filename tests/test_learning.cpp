@@ -55,6 +55,18 @@ std::string corridor_config(const std::string& root, int iterations) {
          "  out: " + root + "/run\n";
 }
 
+
+/** The corridor config on BabyAI goto with 2 distractors (an env with a scripted expert), the
+ *  previous turn in the prompt, and `format` in place of the stage's episode count. */
+std::string expert_goto_config(const std::string& root, const std::string& format) {
+  std::string yaml = corridor_config(root, 1);
+  const std::string corridor = "corridor/short\n  options: {length: 3}";
+  yaml.replace(yaml.find(corridor), corridor.size(), "babyai/goto\n  options: {num_dists: 2}");
+  yaml.replace(yaml.find("history: 0"), 10, "history: 1");
+  yaml.replace(yaml.find("  episodes: 100\n"), 16, format);
+  return yaml;
+}
+
 }  // namespace
 
 TEST_CASE("sft examples: one per assistant message, the prompt as the policy sees it, the reply and the end of turn") {
@@ -158,11 +170,7 @@ TEST_CASE("format data: training's prompts, template replies with valid actions,
 TEST_CASE("format data from the expert with noise: random turns are played, not written; past replies are context") {
   const std::string root = "/tmp/turnrl_sft_noise_test";
   std::filesystem::remove_all(root);
-  std::string yaml = corridor_config(root, 1);
-  const std::string corridor = "corridor/short\n  options: {length: 3}";
-  yaml.replace(yaml.find(corridor), corridor.size(), "babyai/goto\n  options: {num_dists: 2}");
-  yaml.replace(yaml.find("history: 0"), 10, "history: 1");
-  yaml.replace(yaml.find("  episodes: 100"), 15, "  policy: expert\n  expert_noise: 0.3\n  episodes: 100");
+  const std::string yaml = expert_goto_config(root, "  policy: expert\n  expert_noise: 0.3\n  episodes: 100\n");
   const TrainConfig config = TrainConfig::load(write_config("sft_noise.yaml", yaml));
   turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
   const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
@@ -206,11 +214,7 @@ TEST_CASE("format data from the expert with noise: random turns are played, not 
 TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the expert's action in the state it reached") {
   const std::string root = "/tmp/turnrl_dagger_data_test";
   std::filesystem::remove_all(root);
-  std::string yaml = corridor_config(root, 1);
-  const std::string corridor = "corridor/short\n  options: {length: 3}";
-  yaml.replace(yaml.find(corridor), corridor.size(), "babyai/goto\n  options: {num_dists: 2}");
-  yaml.replace(yaml.find("history: 0"), 10, "history: 1");
-  yaml.replace(yaml.find("  episodes: 100"), 15, "  policy: expert\n  episodes: 100\n  dagger_rounds: 1\n  dagger_episodes: 8");
+  const std::string yaml = expert_goto_config(root, "  policy: expert\n  episodes: 100\n  dagger_rounds: 1\n  dagger_episodes: 8\n");
   const TrainConfig config = TrainConfig::load(write_config("dagger_data.yaml", yaml));
   CHECK(config.format.dagger_rounds == 1);
   turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
@@ -269,21 +273,18 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   CHECK(disagreements > turns / 3);  // the learner's own play, not the expert's
   spec.expert_noise = 0.2;
   CHECK_THROWS_AS(write_sft_data(spec, root + "/noisy.jsonl", &random_learner), std::invalid_argument);
-  std::string noisy_yaml = yaml;
-  noisy_yaml.replace(noisy_yaml.find("  dagger_rounds: 1"), 18, "  dagger_rounds: 1\n  expert_noise: 0.1");
-  CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_noisy.yaml", noisy_yaml)), doctest::Contains("format.dagger_rounds: needs expert_noise: 0"));
-  std::string no_episodes = yaml;
-  no_episodes.replace(no_episodes.find("dagger_episodes: 8"), 18, "dagger_episodes: 0");
+  const std::string noisy = expert_goto_config(root, "  policy: expert\n  expert_noise: 0.1\n  dagger_rounds: 1\n  dagger_episodes: 8\n");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_noisy.yaml", noisy)), doctest::Contains("format.dagger_rounds: needs expert_noise: 0"));
+  const std::string no_episodes = expert_goto_config(root, "  policy: expert\n  dagger_rounds: 1\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_none.yaml", no_episodes)), doctest::Contains("format.dagger_episodes: must be > 0"));
+  const std::string random_player = expert_goto_config(root, "  dagger_rounds: 1\n  dagger_episodes: 8\n");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_random.yaml", random_player)), doctest::Contains("format.dagger_rounds: needs policy: expert"));
 }
 
 TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labels fine-tune it, every round's data kept") {
   const std::string root = "/tmp/turnrl_dagger_stage_test";
   std::filesystem::remove_all(root);
-  std::string yaml = corridor_config(root, 1);
-  const std::string corridor = "corridor/short\n  options: {length: 3}";
-  yaml.replace(yaml.find(corridor), corridor.size(), "babyai/goto\n  options: {num_dists: 2}");
-  yaml.replace(yaml.find("  episodes: 100\n  epochs: 4"), 27, "  policy: expert\n  episodes: 20\n  epochs: 1\n  dagger_rounds: 2\n  dagger_episodes: 3");
+  const std::string yaml = expert_goto_config(root, "  policy: expert\n  episodes: 20\n  dagger_rounds: 2\n  dagger_episodes: 3\n");
   const TrainConfig config = TrainConfig::load(write_config("dagger_stage.yaml", yaml));
   REQUIRE(config.format.dagger_rounds == 2);
   CHECK(prepare_initial_model(config) == root + "/format");
@@ -294,13 +295,13 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
   }
   CHECK_FALSE(std::filesystem::exists(root + "/format.tmp"));
   CHECK_FALSE(std::filesystem::exists(root + "/format.tmp.learner"));
-  // Each round fine-tuned on its own labels: one step per batch of them.
+  // Each round fine-tuned on its own labels: one step per batch of them and epoch.
   for (int round = 1; round <= 2; ++round) {
     const size_t labels = read_lines(root + "/format/dagger" + std::to_string(round) + ".jsonl").size();
     const std::string metrics = round == 2 ? "sft_metrics.jsonl" : "round1_sft_metrics.jsonl";
     INFO("round " << round << ": " << labels << " labels");
     CHECK(labels >= 3u);
-    CHECK(read_lines(root + "/format/" + metrics).size() == (labels + 31) / 32);
+    CHECK(read_lines(root + "/format/" + metrics).size() == static_cast<size_t>(config.format.epochs) * ((labels + 31) / 32));
   }
   CHECK(turnrl::agents::LanguageModel::load(root + "/format") != nullptr);
 }
