@@ -5,9 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agents/model/language_model.h"
 #include "agents/model/model_config.h"
 #include "agents/model/model_presets.h"
-#include "agents/model/language_model.h"
 #include "agents/model/tokenizer.h"
 #include "trainer/policy_agent.h"
 #include "trainer/rollout/sft_data.h"

@@ -1,5 +1,4 @@
 #include "trainer/sft.h"
-#include "trainer/sft_step.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "agents/model/generation.h"
 #include "agents/model/qwen2_model.h"
 #include "trainer/ppo_update.h"
+#include "trainer/sft_step.h"
 #include "trainer/svg_chart.h"
 
 namespace turnrl::trainer {
@@ -131,17 +131,16 @@ SftReport run_sft(const std::string& data, const std::string& model_dir, const s
       }
       const SftStepResult result = sft_step(model, optimizer, prompts, targets, tokenizer.pad_id(), device, settings.max_grad_norm);
       ++step;
-      const double value = result.loss;
-      loss_sum += value * result.tokens;
+      loss_sum += result.loss * result.tokens;
       token_sum += result.tokens;
       tokens_done += result.tokens;
-      curve.push_back({static_cast<double>(step), value});
-      metrics << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"loss", value}}.dump() << "\n";
+      curve.push_back({static_cast<double>(step), result.loss});
+      metrics << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"loss", result.loss}}.dump() << "\n";
       const auto now = std::chrono::steady_clock::now();
       if (now - last_log > std::chrono::seconds(5) || step == total_steps) {
         last_log = now;
         const double seconds = std::chrono::duration<double>(now - start).count();
-        spdlog::info("sft step {}/{} (epoch {}) | loss {:.4f} | {:.0f} tokens/s | ETA {:.1f} min", step, total_steps, epoch + 1, value,
+        spdlog::info("sft step {}/{} (epoch {}) | loss {:.4f} | {:.0f} tokens/s | ETA {:.1f} min", step, total_steps, epoch + 1, result.loss,
                      tokens_done / std::max(1e-9, seconds), seconds / static_cast<double>(step) * static_cast<double>(total_steps - step) / 60.0);
       }
     }
