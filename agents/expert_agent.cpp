@@ -2,11 +2,10 @@
 
 #include <stdexcept>
 
-#include "envs/expert.h"
 
 namespace turnrl::agents {
 
-ExpertAgent::ExpertAgent(std::string reply_template) : reply_template_(std::move(reply_template)) {}
+ExpertAgent::ExpertAgent(std::string reply_template, envs::ExpertSight sight) : reply_template_(std::move(reply_template)), sight_(sight) {}
 
 std::vector<AgentReply> ExpertAgent::act(const std::vector<AgentPrompt>& prompts) {
   std::vector<AgentReply> replies;
@@ -15,7 +14,7 @@ std::vector<AgentReply> ExpertAgent::act(const std::vector<AgentPrompt>& prompts
     if (!prompt.env) throw std::invalid_argument("expert agent: the prompt does not carry its env (only local episodes do)");
     const envs::Env& env = *prompt.env;
     AgentReply reply;
-    reply.text = reply_template_.fill(env.actions().at(static_cast<size_t>(envs::expert_action(env, prompt.seed))).name);
+    reply.text = reply_template_.fill(env.actions().at(static_cast<size_t>(envs::expert_action(env, prompt.seed, sight_))).name);
     replies.push_back(std::move(reply));
   }
   return replies;

@@ -6,18 +6,20 @@
 
 #include "agents/agent.h"
 #include "agents/reply_template.h"
+#include "envs/expert.h"
 
 namespace turnrl::agents {
 
 class ExpertAgent : public Agent {
  public:
-  explicit ExpertAgent(std::string reply_template = "{action}");
-  std::string name() const override { return "expert"; }
+  explicit ExpertAgent(std::string reply_template = "{action}", envs::ExpertSight sight = envs::ExpertSight::kFull);
+  std::string name() const override { return sight_ == envs::ExpertSight::kView ? "expert-view" : "expert"; }
   /** Throws std::invalid_argument for a prompt without its env or whose env has no expert. */
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
 
  private:
   ReplyTemplate reply_template_;
+  envs::ExpertSight sight_;
 };
 
 }  // namespace turnrl::agents

@@ -8,16 +8,25 @@
 
 namespace turnrl::envs {
 
-bool has_expert(const Env& env) {
-  return dynamic_cast<const crafter::CrafterEnv*>(&env) != nullptr || dynamic_cast<const babaisai::BabaIsAIEnv*>(&env) != nullptr ||
-         dynamic_cast<const babyai::BabyAIEnv*>(&env) != nullptr;
+ExpertSight parse_expert_sight(const std::string& name) {
+  if (name == "full") return ExpertSight::kFull;
+  if (name == "view") return ExpertSight::kView;
+  throw std::invalid_argument("expert sight must be full or view, got '" + name + "'");
 }
 
-int expert_action(const Env& env, uint64_t seed) {
+bool has_expert(const Env& env, ExpertSight sight) {
+  // Crafter's expert reads the whole map, and its prompt shows a 9x7 window of it.
+  if (dynamic_cast<const crafter::CrafterEnv*>(&env) != nullptr) return sight == ExpertSight::kFull;
+  return dynamic_cast<const babaisai::BabaIsAIEnv*>(&env) != nullptr || dynamic_cast<const babyai::BabyAIEnv*>(&env) != nullptr;
+}
+
+int expert_action(const Env& env, uint64_t seed, ExpertSight sight) {
+  if (!has_expert(env, sight)) {
+    throw std::invalid_argument("env " + env.id() + " has no scripted expert" + (sight == ExpertSight::kView ? " bound to its view (BabaIsAI and BabyAI have one)" : " (Crafter, BabaIsAI and BabyAI have one)"));
+  }
   if (const auto* crafter_env = dynamic_cast<const crafter::CrafterEnv*>(&env)) return crafter::expert_action(*crafter_env, seed);
   if (const auto* baba_env = dynamic_cast<const babaisai::BabaIsAIEnv*>(&env)) return babaisai::expert_action(*baba_env, seed);
-  if (const auto* babyai_env = dynamic_cast<const babyai::BabyAIEnv*>(&env)) return babyai::expert_action(*babyai_env, seed);
-  throw std::invalid_argument("env " + env.id() + " has no scripted expert (Crafter, BabaIsAI and BabyAI have one)");
+  return babyai::expert_action(dynamic_cast<const babyai::BabyAIEnv&>(env), seed, sight);
 }
 
 }  // namespace turnrl::envs

@@ -2,15 +2,24 @@
 // Scripted experts: policies that read an env's state directly, the demonstrations a format stage
 // can learn from (`format.policy: expert`). Crafter, BabaIsAI and BabyAI have one.
 #include <cstdint>
+#include <string>
 
 #include "envs/env.h"
 
 namespace turnrl::envs {
 
-/** Whether `env` has a scripted expert. */
-bool has_expert(const Env& env);
+/** What the expert may read. kFull: the whole state. kView: only what the prompt shows, so a model
+ *  can follow its choices: where the objects it needs are out of the agent's view it searches
+ *  (BabyAI; BabaIsAI shows the whole level, so its expert is the same either way). */
+enum class ExpertSight { kFull, kView };
+
+/** "full" or "view"; throws std::invalid_argument for anything else. */
+ExpertSight parse_expert_sight(const std::string& name);
+
+/** Whether `env` has a scripted expert with that sight. */
+bool has_expert(const Env& env, ExpertSight sight = ExpertSight::kFull);
 /** The expert's action (an index into env.actions()) in the env's current state; `seed` drives
- *  its random choices. Throws std::invalid_argument when the env has no expert. */
-int expert_action(const Env& env, uint64_t seed);
+ *  its random choices. Throws std::invalid_argument when the env has no such expert. */
+int expert_action(const Env& env, uint64_t seed, ExpertSight sight = ExpertSight::kFull);
 
 }  // namespace turnrl::envs

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 
@@ -291,6 +292,67 @@ TEST_CASE("the scripted expert finishes every task on unseen seeds, far sooner t
     CHECK(longest * 2 < static_cast<size_t>(env->max_steps()));
     CHECK(random_wins <= 5);
   }
+}
+
+TEST_CASE("the view-bound expert finishes most levels from what the agent sees") {
+  // It reads only the objects in view and searches where the ones it needs are not: some levels
+  // run out of steps in a search loop. Over 400 other seeds it won 96-99.5% per task.
+  for (const char* id : kIds) {
+    auto env = make_env(id, {{"num_dists", 8}});
+    REQUIRE(has_expert(*env, ExpertSight::kView));
+    int wins = 0;
+    for (uint64_t seed = 9000; seed < 9100; ++seed) {
+      env->reset(seed);
+      std::vector<int> actions;
+      for (StepResult step; !step.terminated && !step.truncated;) {
+        actions.push_back(expert_action(*env, seed * 7919 + actions.size(), ExpertSight::kView));
+        step = env->step(actions.back());
+      }
+      wins += env->progression() == 1.0;
+      env->reset(seed);
+      for (size_t t = 0; t < actions.size(); ++t) {
+        REQUIRE(expert_action(*env, seed * 7919 + t, ExpertSight::kView) == actions[t]);
+        env->step(actions[t]);
+      }
+    }
+    INFO(std::string(id));
+    CHECK(wins >= 90);
+  }
+}
+
+TEST_CASE("the view-bound expert's action follows from the observation; the full expert's does not") {
+  // States of half-random play, keyed by what the prompt shows (instruction, observation) and the
+  // part of the instruction still pending (a sequence's past turns show which): one key, one action,
+  // at one seed. Open is left out: "open the door" names no colour, and the expert fetches the key
+  // of the locked door's colour before the door is in view.
+  auto conflicts = [](const char* id, ExpertSight sight) {
+    auto env = make_env(id, {{"num_dists", 8}});
+    std::map<std::string, int> action_of;
+    int count = 0;
+    for (uint64_t seed = 9100; seed < 9400; ++seed) {
+      env->reset(seed);
+      std::mt19937_64 rng(seed);
+      StepResult step;
+      for (int turn = 0; turn < 40 && !step.terminated && !step.truncated; ++turn) {
+        const auto& level = dynamic_cast<const BabyAIEnv&>(*env).level();
+        const TextObservation text = env->observe_text();
+        const std::string key = env->goal() + "|" + std::to_string(static_cast<int>(level.instruction->pending().kind())) + "|" +
+                                text.long_term + "|" + text.short_term;
+        const int action = expert_action(*env, 12345, sight);
+        const auto [it, fresh] = action_of.emplace(key, action);
+        count += !fresh && it->second != action;
+        step = env->step(turn % 2 ? expert_action(*env, seed * 31 + turn, sight) : std::uniform_int_distribution<int>(kTurnLeft, kDrop)(rng));
+      }
+    }
+    return count;
+  };
+  int full = 0;
+  for (const char* id : {"babyai/goto", "babyai/pickup", "babyai/putnext", "babyai/pick_up_seq_go_to"}) {
+    INFO(std::string(id));
+    CHECK(conflicts(id, ExpertSight::kView) == 0);
+    full += conflicts(id, ExpertSight::kFull);
+  }
+  CHECK(full > 0);  // the check can tell an expert that reads hidden state
 }
 
 TEST_CASE("the scripted expert takes over from where random moves left the level") {

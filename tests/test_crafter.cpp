@@ -290,6 +290,9 @@ TEST_CASE("the scripted expert works down the achievement tree on unseen worlds"
   constexpr int kEpisodes = 8, kTurns = 1000;
   auto env = make_env("crafter/balrog");
   REQUIRE(has_expert(*env));
+  // Its expert reads the whole map; the prompt shows a window of it.
+  CHECK_FALSE(has_expert(*env, ExpertSight::kView));
+  CHECK_THROWS_AS(expert_action(*env, 0, ExpertSight::kView), std::invalid_argument);
   CHECK_FALSE(has_expert(*make_env("corridor/short")));
   CHECK_THROWS_AS(expert_action(*make_env("corridor/short"), 0), std::invalid_argument);
   double expert_unlocks = 0, random_unlocks = 0;

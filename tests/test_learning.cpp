@@ -234,43 +234,62 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   };
   CHECK(sorted_lines(root + "/self.jsonl") == sorted_lines(root + "/demonstrations.jsonl"));
   // A random learner: replay each episode, stepping with the learner's actions (its past reply in
-  // the next prompt); every label is the expert's action in the state reached, every turn labelled.
+  // the next prompt); every label is the expert's action (with the spec's sight) in the state
+  // reached, every turn labelled.
   turnrl::agents::RandomAgent random_learner(spec.reply_template);
   const turnrl::agents::ReplyTemplate reply_template(spec.reply_template);
-  size_t turns = 0, disagreements = 0;
-  for (uint64_t k = 0; k < 6; ++k) {
-    spec.episodes = 1;
-    spec.first_seed = 5000 + k;
-    const std::string path = root + "/random" + std::to_string(k) + ".jsonl";
-    const SftDataCounts counts = write_sft_data(spec, path, &random_learner);
-    CHECK(counts.transcripts == counts.turns);
-    const std::vector<nlohmann::json> lines = read_lines(path);
-    REQUIRE(lines.size() == counts.turns);
-    const auto env = turnrl::envs::make_env(spec.tasks.front(), spec.env_options);
-    env->reset(spec.first_seed);
-    for (size_t t = 0; t < lines.size(); ++t) {
-      const std::string label = lines[t].at("messages").back().at("content");
-      const int expert = turnrl::envs::expert_action(*env, episode_turn_seed(spec.first_seed, static_cast<int>(t)));
-      CHECK(label == reply_template.fill(env->actions().at(static_cast<size_t>(expert)).name));
-      if (t + 1 == lines.size()) break;
-      const nlohmann::json& next = lines[t + 1].at("messages");
-      size_t past = next.size() - 1;  // the last assistant message before the target: the learner's reply, as history keeps it
-      while (past > 0 && next[--past].at("role") != "assistant") {
+  struct Replayed {
+    size_t turns = 0, disagreements = 0, other_sight = 0;  // other_sight: labels the other expert would not give
+  };
+  auto replay = [&](uint64_t first_seed, uint64_t episodes) {
+    const turnrl::envs::ExpertSight sight = turnrl::envs::parse_expert_sight(spec.expert_sight);
+    const turnrl::envs::ExpertSight other = sight == turnrl::envs::ExpertSight::kFull ? turnrl::envs::ExpertSight::kView : turnrl::envs::ExpertSight::kFull;
+    Replayed replayed;
+    for (uint64_t k = 0; k < episodes; ++k) {
+      spec.episodes = 1;
+      spec.first_seed = first_seed + k;
+      const std::string path = root + "/random" + std::to_string(spec.first_seed) + ".jsonl";
+      const SftDataCounts counts = write_sft_data(spec, path, &random_learner);
+      CHECK(counts.transcripts == counts.turns);
+      const std::vector<nlohmann::json> lines = read_lines(path);
+      REQUIRE(lines.size() == counts.turns);
+      const auto env = turnrl::envs::make_env(spec.tasks.front(), spec.env_options);
+      env->reset(spec.first_seed);
+      for (size_t t = 0; t < lines.size(); ++t) {
+        const std::string label = lines[t].at("messages").back().at("content");
+        const uint64_t seed = episode_turn_seed(spec.first_seed, static_cast<int>(t));
+        const int expert = turnrl::envs::expert_action(*env, seed, sight);
+        CHECK(label == reply_template.fill(env->actions().at(static_cast<size_t>(expert)).name));
+        replayed.other_sight += turnrl::envs::expert_action(*env, seed, other) != expert;
+        if (t + 1 == lines.size()) break;
+        const nlohmann::json& next = lines[t + 1].at("messages");
+        size_t past = next.size() - 1;  // the last assistant message before the target: the learner's reply, as history keeps it
+        while (past > 0 && next[--past].at("role") != "assistant") {
+        }
+        REQUIRE(next[past].at("role") == "assistant");
+        std::string played = next[past].at("content");
+        if (played.rfind("ACTION: ", 0) == 0) played = played.substr(8);
+        const auto& actions = env->actions();
+        const auto it = std::find_if(actions.begin(), actions.end(), [&](const auto& a) { return a.name == played; });
+        REQUIRE_MESSAGE(it != actions.end(), played);
+        const int action = static_cast<int>(it - actions.begin());
+        replayed.disagreements += action != expert;
+        ++replayed.turns;
+        env->step(action);
       }
-      REQUIRE(next[past].at("role") == "assistant");
-      std::string played = next[past].at("content");
-      if (played.rfind("ACTION: ", 0) == 0) played = played.substr(8);
-      const auto& actions = env->actions();
-      const auto it = std::find_if(actions.begin(), actions.end(), [&](const auto& a) { return a.name == played; });
-      REQUIRE_MESSAGE(it != actions.end(), played);
-      const int action = static_cast<int>(it - actions.begin());
-      disagreements += action != expert;
-      ++turns;
-      env->step(action);
     }
-  }
-  CHECK(turns > 20u);
-  CHECK(disagreements > turns / 3);  // the learner's own play, not the expert's
+    return replayed;
+  };
+  const Replayed full = replay(5000, 6);
+  CHECK(full.turns > 20u);
+  CHECK(full.disagreements > full.turns / 3);  // the learner's own play, not the expert's
+  // The view-bound expert labels where the goto target is out of view with a search, not a turn
+  // towards it: the two experts' labels differ there.
+  spec.expert_sight = "view";
+  const Replayed view = replay(5100, 6);
+  CHECK(view.turns > 20u);
+  CHECK(view.other_sight > 0u);
+  spec.expert_sight = "full";
   spec.expert_noise = 0.2;
   CHECK_THROWS_AS(write_sft_data(spec, root + "/noisy.jsonl", &random_learner), std::invalid_argument);
   const std::string noisy = expert_goto_config(root, "  policy: expert\n  expert_noise: 0.1\n  dagger_rounds: 1\n  dagger_episodes: 8\n");
@@ -279,6 +298,13 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_none.yaml", no_episodes)), doctest::Contains("format.dagger_episodes: must be > 0"));
   const std::string random_player = expert_goto_config(root, "  dagger_rounds: 1\n  dagger_episodes: 8\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_random.yaml", random_player)), doctest::Contains("format.dagger_rounds: needs policy: expert"));
+  const TrainConfig view_config = TrainConfig::load(write_config("sight_view.yaml", expert_goto_config(root, "  policy: expert\n  expert_sight: view\n")));
+  CHECK(view_config.format.expert_sight == "view");
+  CHECK(format_data_spec(view_config, config.model.path, tokenizer).expert_sight == "view");
+  const std::string bad_sight = expert_goto_config(root, "  policy: expert\n  expert_sight: partial\n");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("sight_bad.yaml", bad_sight)), doctest::Contains("format.expert_sight: must be full or view"));
+  const std::string random_view = expert_goto_config(root, "  expert_sight: view\n");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("sight_random.yaml", random_view)), doctest::Contains("format.expert_sight: needs policy: expert"));
 }
 
 TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labels fine-tune it, every round's data kept") {

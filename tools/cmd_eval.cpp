@@ -39,7 +39,7 @@ std::string family_of(const std::string& env_id) { return env_id.substr(0, env_i
 std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
   if (model.type == "random") return std::make_unique<agents::RandomAgent>();
   // The env's scripted expert (envs/expert.h): the ceiling a format stage's demonstrations set.
-  if (model.type == "expert") return std::make_unique<agents::ExpertAgent>();
+  if (model.type == "expert") return std::make_unique<agents::ExpertAgent>("{action}", envs::parse_expert_sight(model.sight));
   // A person answers each prompt on the terminal: the BALROG protocol with a human baseline.
   if (model.type == "human") return std::make_unique<agents::HumanAgent>(std::cin, std::cout);
   if (model.type == "http") {

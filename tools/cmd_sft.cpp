@@ -61,7 +61,7 @@ int run_make_sft_data(int argc, char** argv) {
                "turnrl make-sft-data"};
   std::string config_path, out, model;
   int episodes = 0;
-  std::string reply_template, policy;
+  std::string reply_template, policy, expert_sight;
   double keyed_share = -1.0;
   double expert_noise = -1.0, min_progression = -1.0;
   uint64_t first_seed = 0;
@@ -70,6 +70,8 @@ int run_make_sft_data(int argc, char** argv) {
   app.add_option("--episodes", episodes, "episodes to play (default: the config's format.episodes)")->check(CLI::PositiveNumber);
   app.add_option("--template", reply_template, "reply with {action} (default: the config's format.reply_template)");
   app.add_option("--policy", policy, "random or expert (default: the config's format.policy)")->check(CLI::IsMember({"random", "expert"}));
+  app.add_option("--expert-sight", expert_sight, "with the expert, full (the state) or view (what the prompt shows) (default: the config's format.expert_sight)")
+      ->check(CLI::IsMember({"full", "view"}));
   app.add_option("--keyed-share", keyed_share, "share of actions keyed on the observation (default: the config's format.keyed_share)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--expert-noise", expert_noise, "with the expert, share of turns played at random and not written (default: the config's format.expert_noise)")
@@ -85,8 +87,10 @@ int run_make_sft_data(int argc, char** argv) {
   if (!policy.empty()) config.format.policy = policy;
   if (keyed_share >= 0.0) config.format.keyed_share = keyed_share;
   if (expert_noise >= 0.0) config.format.expert_noise = expert_noise;
+  if (!expert_sight.empty()) config.format.expert_sight = expert_sight;
   if (min_progression >= 0.0) config.format.min_progression = min_progression;
   if (config.format.expert_noise > 0.0 && config.format.policy != "expert") throw std::invalid_argument("--expert-noise needs the expert policy");
+  if (config.format.expert_sight != "full" && config.format.policy != "expert") throw std::invalid_argument("--expert-sight needs the expert policy");
   if (model.empty()) model = config.model.path;
   const agents::Tokenizer tokenizer = agents::Tokenizer::load(model);
   trainer::SftDataSpec spec = trainer::format_data_spec(config, model, tokenizer);

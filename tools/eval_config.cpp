@@ -19,6 +19,7 @@ EvalModel read_model(ConfigSection section) {
   EvalModel model;
   section.read("name", model.name);
   section.read("type", model.type, trainer::one_of({"random", "expert", "human", "http", "llm"}), "must be random, expert, human, http or llm");
+  section.read("sight", model.sight, trainer::one_of({"full", "view"}), "must be full or view");
   section.read("base_url", model.base_url);
   section.read("model", model.model);
   section.read("api_key_env", model.api_key_env);
@@ -33,6 +34,7 @@ EvalModel read_model(ConfigSection section) {
   if (model.name.empty()) section.fail("name", "is required");
   if (model.type.empty()) section.fail("type", "is required (random, expert, human, http or llm)");
   if (model.type == "http" && (model.base_url.empty() || model.model.empty())) section.fail("base_url", "and model are required for type http");
+  if (model.sight != "full" && model.type != "expert") section.fail("sight", "applies to type expert only");
   if (model.type == "llm" && model.path.empty()) section.fail("path", "is required for type llm");
   if (model.max_new_tokens == 0) model.max_new_tokens = model.type == "http" ? kBalrogMaxTokens : kLocalMaxTokens;
   return model;

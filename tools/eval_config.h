@@ -14,7 +14,8 @@ namespace turnrl::tools {
 
 struct EvalModel {
   std::string name;
-  std::string type;  // random | human | http | llm
+  std::string type;  // random | expert | human | http | llm
+  std::string sight = "full";  // expert: full or view (envs/expert.h)
   // http
   std::string base_url, model, api_key_env;
   double timeout_s = 60.0;

@@ -85,6 +85,7 @@ SftDataSpec format_data_spec(const TrainConfig& c, const std::string& model_dir,
   data.policy = c.format.policy;
   data.keyed_share = c.format.keyed_share;
   data.expert_noise = c.format.expert_noise;
+  data.expert_sight = c.format.expert_sight;
   data.min_progression = c.format.min_progression;
   data.episodes = c.format.episodes;
   // The top of the run's training block: seeds evaluation never uses (TrainConfig::load checks).

@@ -81,6 +81,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.read("policy", c.format.policy, one_of({"random", "expert"}), "must be random or expert");
   format.read("keyed_share", c.format.keyed_share, unit_interval(), "must be in [0, 1]");
   format.read("expert_noise", c.format.expert_noise, half_open_unit_interval(), "must be in [0, 1)");
+  format.read("expert_sight", c.format.expert_sight, one_of({"full", "view"}), "must be full or view");
   format.read("min_progression", c.format.min_progression, unit_interval(), "must be in [0, 1]");
   format.read("episodes", c.format.episodes, positive<int>(), "must be > 0");
   format.read_string_list("tasks", c.format.tasks);
@@ -93,6 +94,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   if (root.has("format") && c.format.model.empty()) format.fail("model", "is required (where the format stage's model goes)");
   if (c.format.reply_template.find("{action}") == std::string::npos) format.fail("reply_template", "must contain {action}");
   if (c.format.expert_noise > 0.0 && c.format.policy != "expert") format.fail("expert_noise", "needs policy: expert");
+  if (c.format.expert_sight != "full" && c.format.policy != "expert") format.fail("expert_sight", "needs policy: expert");
   if (c.format.dagger_rounds > 0) {
     if (c.format.policy != "expert") format.fail("dagger_rounds", "needs policy: expert (the expert labels the learner's states)");
     if (c.format.expert_noise > 0.0) format.fail("dagger_rounds", "needs expert_noise: 0 (the learner's play is the noise)");
@@ -227,7 +229,8 @@ std::string TrainConfig::to_yaml() const {
     out << YAML::Key << "format" << YAML::Value << YAML::BeginMap << YAML::Key << "model" << YAML::Value << format.model << YAML::Key
         << "reply_template" << YAML::Value << format.reply_template << YAML::Key << "policy" << YAML::Value << format.policy
         << YAML::Key << "keyed_share" << YAML::Value
-        << format.keyed_share << YAML::Key << "expert_noise" << YAML::Value << format.expert_noise << YAML::Key
+        << format.keyed_share << YAML::Key << "expert_noise" << YAML::Value << format.expert_noise << YAML::Key << "expert_sight"
+        << YAML::Value << format.expert_sight << YAML::Key
         << "min_progression" << YAML::Value << format.min_progression << YAML::Key << "episodes"
         << YAML::Value << format.episodes
         << YAML::Key << "epochs" << YAML::Value << format.epochs << YAML::Key << "lr" << YAML::Value << format.lr << YAML::Key

@@ -36,6 +36,10 @@ struct TrainConfig {
     /** With the expert policy, the share of turns that play a random action instead and are not
      *  demonstrations: the expert's next turns show how to recover from where the noise led. */
     double expert_noise = 0.0;
+    /** With the expert policy, what it may read: "full" (the whole state) or "view" (only what the
+     *  prompt shows, searching where the objects it needs are out of view; envs/expert.h). A model
+     *  can follow the view-bound expert's choices; the full one's turn towards what it cannot see. */
+    std::string expert_sight = "full";
     /** Episodes ending below this progression are not written (1: only won episodes teach). */
     double min_progression = 0.0;
     int episodes = 200;  // played on seeds at the top of the training block, never evaluation seeds

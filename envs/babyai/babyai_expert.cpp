@@ -20,19 +20,44 @@ struct Goal {
 
 bool contains(const std::vector<Pos>& cells, Pos p) { return std::find(cells.begin(), cells.end(), p) != cells.end(); }
 
+/** The cells whose objects the expert may use: every cell, or with view-bound sight only those the
+ *  agent sees now (the objects its observation lists), so its choices follow from the prompt. */
+class Sight {
+ public:
+  Sight(const World& world, bool view_bound) : view_bound_(view_bound) {
+    if (!view_bound) return;
+    const ViewImage image = world.view();
+    for (int x = 0; x < kViewSize; ++x) {
+      for (int y = 0; y < kViewSize; ++y) {
+        if (image[x][y].type != static_cast<uint8_t>(ObjectType::kUnseen) && Pos{x, y} != kViewAgent) seen_.push_back(world.view_cell({x, y}));
+      }
+    }
+  }
+  bool view_bound() const { return view_bound_; }
+  /** `cells` less those out of sight. */
+  std::vector<Pos> filter(std::vector<Pos> cells) const {
+    if (view_bound_) std::erase_if(cells, [&](Pos p) { return !contains(seen_, p); });
+    return cells;
+  }
+
+ private:
+  bool view_bound_;
+  std::vector<Pos> seen_;
+};
+
 bool holds_movable(const World& world, Pos p) {
   const int16_t cell = world.grid.at(p);
   return cell >= 0 && world.objects[cell].can_pickup();
 }
 
-/** The cells holding `objects` now: a carried object, or a box toggled away, holds none. */
-std::vector<Pos> cells_of(const World& world, const std::vector<int16_t>& objects) {
+/** The cells holding `objects` now, in sight: a carried object, or a box toggled away, holds none. */
+std::vector<Pos> cells_of(const World& world, const std::vector<int16_t>& objects, const Sight& sight) {
   std::vector<Pos> cells;
   for (const int16_t obj : objects) {
     const Pos p = world.objects[obj].cur_pos;
     if (world.grid.contains(p) && world.grid.at(p) == obj) cells.push_back(p);
   }
-  return cells;
+  return sight.filter(std::move(cells));
 }
 
 /** The cells the agent can walk to (1 each), never entering `blocked`. */
@@ -92,13 +117,13 @@ Goal drop_anywhere(const World& world, const std::vector<Pos>& avoid) {
 /** The cells the leaf finishes facing, whatever must be fetched first. For PutNext: the cells
  *  4-next to a recorded position of a fixed object (what its verifier checks) that are free or,
  *  with `clearable`, hold an object that can be carried away. */
-std::vector<Pos> finish_cells(const World& world, const Instruction& leaf, bool clearable) {
+std::vector<Pos> finish_cells(const World& world, const Instruction& leaf, bool clearable, const Sight& sight) {
   switch (leaf.kind()) {
     case Instruction::Kind::kGoTo:
-      return leaf.desc().positions;
+      return sight.filter(leaf.desc().positions);
     case Instruction::Kind::kPutNext: {
       std::vector<Pos> cells;
-      for (const Pos fixed : leaf.desc_fixed().positions) {
+      for (const Pos fixed : sight.filter(leaf.desc_fixed().positions)) {
         for (int dir = 0; dir < 4; ++dir) {
           const Pos p = ahead(fixed, dir);
           if (!world.grid.contains(p)) continue;
@@ -108,12 +133,12 @@ std::vector<Pos> finish_cells(const World& world, const Instruction& leaf, bool 
       return cells;
     }
     default:
-      return cells_of(world, leaf.desc().objects);
+      return cells_of(world, leaf.desc().objects, sight);
   }
 }
 
 /** The next step towards the leaf, given what the agent carries; `finish` is finish_cells. */
-Goal goal_of(const World& world, const Instruction& leaf, const std::vector<Pos>& finish) {
+Goal goal_of(const World& world, const Instruction& leaf, const std::vector<Pos>& finish, const Sight& sight) {
   const int16_t carried = world.carrying;
   const std::vector<int16_t>& targets = leaf.desc().objects;
   switch (leaf.kind()) {
@@ -127,14 +152,14 @@ Goal goal_of(const World& world, const Instruction& leaf, const std::vector<Pos>
     case Instruction::Kind::kOpen: {
       // Toggle a door that opens now (an open one shuts, then opens again); a locked one needs its
       // key carried, so fetch a key of a matching locked door's colour first.
-      Goal doors{{}, kToggle};
+      std::vector<Pos> doors;
       std::vector<int16_t> keys;
       for (const int16_t door : targets) {
         const WorldObject& obj = world.objects[door];
         const bool has_key = carried != Grid::kEmpty && world.objects[carried].type == ObjectType::kKey &&
                              world.objects[carried].color == obj.color;
         if (!obj.is_locked || has_key) {
-          doors.fronts.push_back(obj.cur_pos);
+          doors.push_back(obj.cur_pos);
           continue;
         }
         for (size_t i = 0; i < world.objects.size(); ++i) {
@@ -142,12 +167,13 @@ Goal goal_of(const World& world, const Instruction& leaf, const std::vector<Pos>
           if (key.type == ObjectType::kKey && key.color == obj.color) keys.push_back(static_cast<int16_t>(i));
         }
       }
-      if (!doors.fronts.empty()) return doors;
+      // A door it can open, out of sight, is searched for, key in hand.
+      if (!doors.empty()) return {sight.filter(std::move(doors)), kToggle};
       if (carried != Grid::kEmpty) return drop_anywhere(world, finish);
-      return {cells_of(world, keys), kPickup};
+      return {cells_of(world, keys, sight), kPickup};
     }
     case Instruction::Kind::kPutNext:
-      if (carried == Grid::kEmpty) return {cells_of(world, targets), kPickup};
+      if (carried == Grid::kEmpty) return {cells_of(world, targets, sight), kPickup};
       if (std::find(targets.begin(), targets.end(), carried) == targets.end()) return drop_anywhere(world, finish);
       return {finish, kDrop};
     case Instruction::Kind::kBefore:
@@ -234,17 +260,39 @@ std::optional<int> clear_way(const World& world, const std::vector<Pos>& fronts,
   return plan(world, {{blocker}, kPickup});
 }
 
+/** The free cells in a straight line from the agent before the first thing in the way, counted
+ *  no further than the agent sees that way. */
+int open_run(const World& world, int dir) {
+  const int reach = dir == world.agent_dir ? kViewSize - 1 : kViewSize / 2;
+  int run = 0;
+  for (Pos p = ahead(world.agent_pos, dir); run < reach && world.grid.contains(p) && world.can_enter(p); p = ahead(p, dir)) ++run;
+  return run;
+}
+
+/** Where nothing the instruction needs is in sight: walk straight on; where the way is blocked,
+ *  turn to the side with more open cells (left on a tie). Three moves in ten (from `seed`) turn at
+ *  random instead, which breaks the loops a fixed rule walks among objects. */
+int search_move(const World& world, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  if (std::uniform_real_distribution<double>(0.0, 1.0)(rng) < 0.3) return std::bernoulli_distribution(0.5)(rng) ? kTurnLeft : kTurnRight;
+  if (open_run(world, world.agent_dir) > 0) return kForward;
+  return open_run(world, (world.agent_dir + 1) % 4) > open_run(world, (world.agent_dir + 3) % 4) ? kTurnRight : kTurnLeft;
+}
+
 }  // namespace
 
-int expert_action(const BabyAIEnv& env, uint64_t seed) {
+int expert_action(const BabyAIEnv& env, uint64_t seed, ExpertSight sight_kind) {
   const World& world = env.level().world;
   const Instruction& leaf = env.level().instruction->pending();
-  // Fetching a key or the object to move is no use while the cells to finish at are walled off.
-  const std::vector<Pos> finish = finish_cells(world, leaf, false);
-  const bool can_finish = walk(world, finish, false).has_value();
-  const Goal goal = goal_of(world, leaf, finish);
+  const Sight sight(world, sight_kind == ExpertSight::kView);
+  // Fetching a key or the object to move is no use while the cells to finish at are walled off;
+  // cells out of sight are not known to be.
+  const std::vector<Pos> finish = finish_cells(world, leaf, false, sight);
+  const bool can_finish = (sight.view_bound() && finish.empty()) || walk(world, finish, false).has_value();
+  const Goal goal = goal_of(world, leaf, finish, sight);
+  if (sight.view_bound() && goal.fronts.empty()) return search_move(world, seed);
   std::optional<int> move = can_finish ? plan(world, goal) : std::nullopt;
-  if (!move) move = clear_way(world, can_finish ? goal.fronts : finish_cells(world, leaf, true), finish);
+  if (!move) move = clear_way(world, can_finish ? goal.fronts : finish_cells(world, leaf, true, sight), finish);
   if (move) return *move;
   // No way even through objects (a target gone, say: a toggled box vanishes): move, pick up or
   // drop at random. Never toggle, which would destroy a box.

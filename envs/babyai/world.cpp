@@ -61,15 +61,19 @@ void World::apply_action(int action) {
   }
 }
 
+Pos World::view_cell(Pos v) const {
+  const Pos d = kDirVec[agent_dir];
+  const Pos r = {-d.y, d.x};
+  const int forward = kViewAgent.y - v.y, right = v.x - kViewAgent.x;
+  return {agent_pos.x + d.x * forward + r.x * right, agent_pos.y + d.y * forward + r.y * right};
+}
+
 ViewImage World::view() const {
   // Cells of the view square, rotated so the agent looks up; outside the grid reads as wall.
   std::array<std::array<int16_t, kViewSize>, kViewSize> cells{};
-  const Pos d = kDirVec[agent_dir];
-  const Pos r = {-d.y, d.x};
   for (int vx = 0; vx < kViewSize; ++vx) {
     for (int vy = 0; vy < kViewSize; ++vy) {
-      const int forward = kViewAgent.y - vy, right = vx - kViewAgent.x;
-      const Pos p = {agent_pos.x + d.x * forward + r.x * right, agent_pos.y + d.y * forward + r.y * right};
+      const Pos p = view_cell({vx, vy});
       cells[vx][vy] = grid.contains(p) ? grid.at(p) : Grid::kWall;
     }
   }

@@ -41,6 +41,8 @@ struct World {
   /** Applies one Minigrid action (after step_count was incremented by the caller). */
   void apply_action(int action);
   ViewImage view() const;
+  /** The grid cell at view coordinates `v` (it may lie outside the grid). */
+  Pos view_cell(Pos v) const;
   /** The fork's `info["descriptions"]` for the current view. */
   std::vector<std::string> descriptions() const;
 };

@@ -18,7 +18,7 @@ namespace {
 
 std::unique_ptr<agents::Agent> make_player(const SftDataSpec& spec) {
   if (spec.policy == "random") return std::make_unique<agents::RandomAgent>(spec.reply_template, spec.keyed_share);
-  if (spec.policy == "expert") return std::make_unique<agents::ExpertAgent>(spec.reply_template);
+  if (spec.policy == "expert") return std::make_unique<agents::ExpertAgent>(spec.reply_template, envs::parse_expert_sight(spec.expert_sight));
   throw std::invalid_argument("format data: policy must be random or expert, got '" + spec.policy + "'");
 }
 
@@ -59,7 +59,8 @@ class TemplateAgent final : public agents::Agent {
  *  writer, keyed by the request seed (the episode's and the turn's, episode_turn_seed). */
 class LabellingAgent final : public agents::Agent {
  public:
-  LabellingAgent(agents::Agent& learner, const std::string& reply_template) : learner_(learner), expert_(reply_template) {}
+  LabellingAgent(agents::Agent& learner, const std::string& reply_template, envs::ExpertSight sight)
+      : learner_(learner), expert_(reply_template, sight) {}
   std::string name() const override { return "dagger(" + learner_.name() + ")"; }
   std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
     std::vector<agents::AgentReply> labels = expert_.act(prompts);
@@ -97,8 +98,11 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
     throw std::invalid_argument("format data: a learner's turns are labelled by the expert: policy must be expert, without noise");
   }
   if (spec.policy == "expert") {
+    const envs::ExpertSight sight = envs::parse_expert_sight(spec.expert_sight);
     for (const std::string& task : spec.tasks) {
-      if (!envs::has_expert(*envs::make_env(task, spec.env_options))) throw std::invalid_argument("format data: policy expert, but " + task + " has no scripted expert");
+      if (!envs::has_expert(*envs::make_env(task, spec.env_options), sight)) {
+        throw std::invalid_argument("format data: policy expert, but " + task + " has no scripted expert with sight " + spec.expert_sight);
+      }
     }
   }
   std::vector<EpisodeJob> jobs;
@@ -109,7 +113,7 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
   if (!out) throw std::runtime_error("cannot write " + path);
   TemplateAgent template_agent(spec);
   std::optional<LabellingAgent> labelling;
-  if (learner) labelling.emplace(*learner, spec.reply_template);
+  if (learner) labelling.emplace(*learner, spec.reply_template, envs::parse_expert_sight(spec.expert_sight));
   agents::Agent& agent = labelling ? static_cast<agents::Agent&>(*labelling) : template_agent;
   EpisodeRunnerConfig runner;
   runner.parallel_episodes = 64;

@@ -32,6 +32,8 @@ struct SftDataSpec {
   double keyed_share = 0.0;
   /** With the expert policy, the share of turns played by a random action (and not written), in [0, 1). */
   double expert_noise = 0.0;
+  /** With the expert policy, what it may read: "full" (the state) or "view" (what the prompt shows; envs/expert.h). */
+  std::string expert_sight = "full";
   /** Episodes that end below this BALROG progression are played but not written (1: the won ones),
    *  so a demonstration never teaches a loop that runs into the time limit. */
   double min_progression = 0.0;
