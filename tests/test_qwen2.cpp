@@ -5,6 +5,7 @@
 #include <limits>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 #include <tuple>
 
@@ -366,6 +367,31 @@ TEST_CASE("the tiny preset encodes BabyAI prompts without unknown words") {
   CHECK(std::find(ids.begin(), ids.end(), tok.token_id("<unk>")) == ids.end());
   CHECK(lm->parameter_count() < 200000);
   CHECK(tok.stop_ids() == std::vector<int32_t>{tok.token_id("<|im_end|>")});
+}
+
+TEST_CASE("the tiny-deep and tiny-wide presets are the tiny one deeper or wider, with the same tokenizer") {
+  const ModelConfig tiny = preset_config("tiny"), deep = preset_config("tiny-deep"), wide = preset_config("tiny-wide");
+  CHECK(tiny.num_hidden_layers == 2);
+  CHECK(deep.num_hidden_layers == 4);
+  CHECK(deep.hidden_size == tiny.hidden_size);
+  CHECK(deep.vocab_size == tiny.vocab_size);
+  CHECK(wide.num_hidden_layers == tiny.num_hidden_layers);
+  CHECK(wide.hidden_size == 2 * tiny.hidden_size);
+  CHECK(wide.intermediate_size == 2 * tiny.intermediate_size);
+  CHECK(wide.vocab_size == tiny.vocab_size);
+  const std::string dir = "/tmp/turnrl_tiny_deep_preset";
+  std::filesystem::remove_all(dir);
+  write_new_model("tiny-deep", dir, 1, "");
+  write_new_model("tiny", dir + "/shallow", 1, "");
+  CHECK(ModelConfig::load(dir + "/config.json").num_hidden_layers == 4);
+  auto read = [](const std::string& path) { return std::string(std::istreambuf_iterator<char>(std::ifstream(path).rdbuf()), {}); };
+  CHECK(read(dir + "/tokenizer.json") == read(dir + "/shallow/tokenizer.json"));
+  auto deep_lm = LanguageModel::load(dir), tiny_lm = LanguageModel::load(dir + "/shallow");
+  CHECK(deep_lm->parameter_count() > tiny_lm->parameter_count());
+  write_new_model("tiny-wide", dir + "/wide", 1, "");
+  CHECK(read(dir + "/wide/tokenizer.json") == read(dir + "/shallow/tokenizer.json"));
+  CHECK(LanguageModel::load(dir + "/wide")->parameter_count() > 3 * tiny_lm->parameter_count());
+  CHECK_THROWS_WITH_AS(preset_config("huge"), doctest::Contains("tiny-deep"), std::invalid_argument);
 }
 
 TEST_CASE("save and reload round-trips the weights") {

@@ -69,7 +69,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
 
   ConfigSection model = root.section("model");
   model.read("path", c.model.path);
-  model.read("preset", c.model.preset, one_of({"", "tiny", "qwen2.5-0.5b"}), "must be tiny or qwen2.5-0.5b");
+  model.read("preset", c.model.preset, one_of({"", "tiny", "tiny-deep", "tiny-wide", "qwen2.5-0.5b"}), "must be tiny, tiny-deep, tiny-wide or qwen2.5-0.5b");
   model.read("device", c.model.device);
   model.read("threads", c.model.threads, positive<int>(), "must be > 0");
   model.finish();

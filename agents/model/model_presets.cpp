@@ -48,6 +48,22 @@ ModelConfig tiny_config() {
   return config;
 }
 
+/** The tiny preset with four layers instead of two: reading which listed object the instruction
+ *  means, then where it lies, is a two-step lookup, and eight distractors make the list long. */
+ModelConfig tiny_deep_config() {
+  ModelConfig config = tiny_config();
+  config.num_hidden_layers = 4;
+  return config;
+}
+
+/** The tiny preset twice as wide (hidden 128, MLP 512): about 420k parameters. */
+ModelConfig tiny_wide_config() {
+  ModelConfig config = tiny_config();
+  config.hidden_size = 128;
+  config.intermediate_size = 512;
+  return config;
+}
+
 ModelConfig qwen25_half_billion() {
   ModelConfig config;
   config.vocab_size = 151936;
@@ -71,14 +87,16 @@ void write_text(const std::string& path, const std::string& text) {
 }  // namespace
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names = {"tiny", "qwen2.5-0.5b"};
+  static const std::vector<std::string> names = {"tiny", "tiny-deep", "tiny-wide", "qwen2.5-0.5b"};
   return names;
 }
 
 ModelConfig preset_config(const std::string& name) {
   if (name == "tiny") return tiny_config();
+  if (name == "tiny-deep") return tiny_deep_config();
+  if (name == "tiny-wide") return tiny_wide_config();
   if (name == "qwen2.5-0.5b") return qwen25_half_billion();
-  throw std::invalid_argument("unknown model preset '" + name + "' (tiny, qwen2.5-0.5b)");
+  throw std::invalid_argument("unknown model preset '" + name + "' (tiny, tiny-deep, tiny-wide, qwen2.5-0.5b)");
 }
 
 std::string tiny_tokenizer_json() {
@@ -109,7 +127,7 @@ void write_new_model(const std::string& preset, const std::string& dir, uint64_t
   save_qwen2(model, dir);
   if (!tokenizer_dir.empty()) {
     copy_tokenizer_files(tokenizer_dir, dir);
-  } else if (preset == "tiny") {
+  } else if (preset.rfind("tiny", 0) == 0) {
     write_text(dir + "/tokenizer.json", tiny_tokenizer_json());
     write_text(dir + "/tokenizer_config.json",
                nlohmann::json{{"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"}, {"bos_token", nullptr}}.dump(2));

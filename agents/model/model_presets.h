@@ -9,8 +9,9 @@
 
 namespace turnrl::agents {
 
-/** "tiny" (a ~150k-parameter Qwen2 with a word-level vocabulary of BALROG's text, trainable on 2 CPU cores)
- *  and "qwen2.5-0.5b" (the Qwen2.5-0.5B shape, for benchmarks). */
+/** "tiny" (a ~150k-parameter Qwen2 with a word-level vocabulary of BALROG's text, trainable on 2 CPU cores),
+ *  "tiny-deep" (the same with four layers instead of two), "tiny-wide" (the same twice as wide) and
+ *  "qwen2.5-0.5b" (the Qwen2.5-0.5B shape, for benchmarks). */
 const std::vector<std::string>& preset_names();
 /** Throws std::invalid_argument listing the presets for an unknown name. */
 ModelConfig preset_config(const std::string& name);
