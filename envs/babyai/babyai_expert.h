@@ -15,7 +15,8 @@ namespace turnrl::envs::babyai {
 /** The first move of a shortest way to finish the pending part of the instruction. Where objects
  *  wall off what it must reach, it carries them aside first; where even that cannot help (a target
  *  box toggled away), a random move from `seed`. With view-bound sight it uses only the objects in
- *  the agent's view and, where none it needs is, follows the walls until one is. Requires reset(). */
+ *  the agent's view and, where none it needs is, searches (straight on, turning where blocked and now and
+ *  then at random) until one is. Requires reset(). */
 int expert_action(const BabyAIEnv& env, uint64_t seed, ExpertSight sight);
 
 }  // namespace turnrl::envs::babyai

@@ -30,7 +30,9 @@ cleanup() {
 }
 trap cleanup EXIT
 "$turnrl" new-model --preset tiny --seed 5 --out "$work/tiny" >/dev/null
-"$turnrl" serve --model "$work/tiny" --port 0 >"$work/serve.out" 2>&1 &
+# The file exists before the server starts: the background shell may open it after the first poll.
+: >"$work/serve.out"
+"$turnrl" serve --model "$work/tiny" --port 0 >>"$work/serve.out" 2>&1 &
 server=$!
 base_url=""
 for _ in $(seq 1 200); do
