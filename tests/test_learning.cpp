@@ -321,14 +321,19 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
   }
   CHECK_FALSE(std::filesystem::exists(root + "/format.tmp"));
   CHECK_FALSE(std::filesystem::exists(root + "/format.tmp.learner"));
-  // Each round fine-tuned on its own labels: one step per batch of them and epoch.
+  // Each round fine-tuned on the aggregate, the demonstrations and every round's labels so far:
+  // one step per batch of them and epoch.
+  size_t aggregate = read_lines(root + "/format/sft_data.jsonl").size();
+  CHECK(read_lines(root + "/format/round0_sft_metrics.jsonl").size() == static_cast<size_t>(config.format.epochs) * ((aggregate + 31) / 32));
   for (int round = 1; round <= 2; ++round) {
     const size_t labels = read_lines(root + "/format/dagger" + std::to_string(round) + ".jsonl").size();
+    aggregate += labels;
     const std::string metrics = round == 2 ? "sft_metrics.jsonl" : "round1_sft_metrics.jsonl";
-    INFO("round " << round << ": " << labels << " labels");
+    INFO("round " << round << ": " << labels << " labels, " << aggregate << " examples");
     CHECK(labels >= 3u);
-    CHECK(read_lines(root + "/format/" + metrics).size() == static_cast<size_t>(config.format.epochs) * ((labels + 31) / 32));
+    CHECK(read_lines(root + "/format/" + metrics).size() == static_cast<size_t>(config.format.epochs) * ((aggregate + 31) / 32));
   }
+  CHECK_FALSE(std::filesystem::exists(root + "/format/aggregate.jsonl"));
   CHECK(turnrl::agents::LanguageModel::load(root + "/format") != nullptr);
 }
 

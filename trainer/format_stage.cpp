@@ -1,6 +1,7 @@
 #include "trainer/format_stage.h"
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -20,8 +21,9 @@ bool holds_model(const std::string& dir) { return std::filesystem::exists(dir + 
 
 /** One DAgger round on the model in `dir`: it plays the round's episodes (sampled as in training,
  *  on seeds below those of the earlier rounds), the expert labels every turn, and the model
- *  fine-tuned on the labels replaces it in `dir`; the data and loss curves of earlier rounds stay
- *  beside it. */
+ *  fine-tuned on the aggregate (the demonstrations and every round's labels so far, as DAgger
+ *  trains) replaces it in `dir`; the data and loss curves of earlier rounds stay beside it. On the
+ *  labels alone a round forgets as much as it learns (docs/results). */
 void run_dagger_round(const TrainConfig& c, SftDataSpec data, int round, const std::string& dir, const SftSettings& settings) {
   const std::string learner_dir = dir + ".learner";
   std::filesystem::remove_all(learner_dir);
@@ -35,10 +37,21 @@ void run_dagger_round(const TrainConfig& c, SftDataSpec data, int round, const s
     spdlog::info("format stage: DAgger round {}/{}: the model plays {} episodes, the expert labels each turn", round,
                  c.format.dagger_rounds, data.episodes);
     const SftDataCounts counts = write_sft_data(data, data_path, learner.get());
-    spdlog::info("format stage: DAgger round {}: {} turns labelled, the model's mean progression {:.3f}; fine-tuning", round,
+    spdlog::info("format stage: DAgger round {}: {} turns labelled, the model's mean progression {:.3f}; fine-tuning on the demonstrations and every round's labels", round,
                  counts.transcripts, counts.progression_sum / data.episodes);
   }
-  run_sft(data_path, learner_dir, dir, settings);
+  const std::string aggregate_path = learner_dir + "/aggregate.jsonl";
+  {
+    std::ofstream aggregate(aggregate_path, std::ios::binary | std::ios::trunc);
+    for (int k = 0; k <= round; ++k) {
+      std::ifstream part(learner_dir + (k == 0 ? std::string("/sft_data.jsonl") : "/dagger" + std::to_string(k) + ".jsonl"), std::ios::binary);
+      if (!part) throw std::runtime_error("format stage: DAgger round " + std::to_string(round) + " misses the data of round " + std::to_string(k));
+      aggregate << part.rdbuf();
+    }
+    if (!aggregate.flush()) throw std::runtime_error("cannot write " + aggregate_path);
+  }
+  run_sft(aggregate_path, learner_dir, dir, settings);
+  std::filesystem::remove(aggregate_path);  // a copy of the files kept beside it
   for (const auto& entry : std::filesystem::directory_iterator(learner_dir)) {
     const std::string name = entry.path().filename().string();
     if (!name.ends_with(".jsonl") && !name.ends_with(".svg")) continue;

@@ -51,7 +51,8 @@ struct TrainConfig {
     int batch_size = 32;
     /** DAgger after the demonstrations (policy expert): each round the stage's model plays
      *  `dagger_episodes` episodes, sampled as in training, the expert labels every state it
-     *  reached, and the model fine-tunes on those labels (`epochs`, `lr`, `batch_size`). Cloning
+     *  reached, and the model fine-tunes on the demonstrations and every round's labels so far
+     *  (`epochs`, `lr`, `batch_size`), as DAgger aggregates. Cloning
      *  alone teaches only the expert's states; the learner's own mistakes lead elsewhere. */
     int dagger_rounds = 0;
     int dagger_episodes = 0;
