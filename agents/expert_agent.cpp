@@ -2,7 +2,6 @@
 
 #include <stdexcept>
 
-
 namespace turnrl::agents {
 
 ExpertAgent::ExpertAgent(std::string reply_template, envs::ExpertSight sight) : reply_template_(std::move(reply_template)), sight_(sight) {}

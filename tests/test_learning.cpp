@@ -55,7 +55,6 @@ std::string corridor_config(const std::string& root, int iterations) {
          "  out: " + root + "/run\n";
 }
 
-
 /** The corridor config on BabyAI goto with 2 distractors (an env with a scripted expert), the
  *  previous turn in the prompt, and `format` in place of the stage's episode count. */
 std::string expert_goto_config(const std::string& root, const std::string& format) {
@@ -370,7 +369,7 @@ TEST_CASE("the tiny preset learns replies that depend on action words in the obs
   settings.epochs = 4;
   settings.lr = 3e-3;
   settings.batch_size = 32;
-  run_sft(root + "/data.jsonl", root + "/base", root + "/tuned", settings);
+  run_sft({root + "/data.jsonl"}, root + "/base", root + "/tuned", settings);
   const auto model = turnrl::agents::LanguageModel::load(root + "/tuned");
   const turnrl::agents::Tokenizer& tokenizer = model->tokenizer();
   for (int distance = 1; distance <= 4; ++distance) {

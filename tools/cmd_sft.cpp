@@ -33,10 +33,12 @@ int run_sft(int argc, char** argv) {
   CLI::App app{"Supervised fine-tuning on chat transcripts (JSON Lines of {\"messages\": [...]}), loss on the assistant\n"
                "messages only (but those with \"weight\": 0, past turns); writes a Hugging Face folder with sft_metrics.jsonl and sft_loss.svg beside it.",
                "turnrl sft"};
-  std::string data, model, out;
+  std::vector<std::string> data;
+  std::string model, out;
   trainer::SftSettings settings;
   int threads = 2;
-  app.add_option("--data", data, "chat transcripts, one JSON object per line")->required()->check(CLI::ExistingFile);
+  app.add_option("--data", data, "chat transcripts, one JSON object per line (several files: their examples as one set)")
+      ->required()->check(CLI::ExistingFile);
   app.add_option("--model", model, "the model folder to start from")->required()->check(CLI::ExistingDirectory);
   app.add_option("--out", out, "output model folder (not --model)")->required();
   app.add_option("--epochs", settings.epochs, "passes over the data")->capture_default_str()->check(CLI::PositiveNumber);

@@ -1,7 +1,6 @@
 #include "trainer/format_stage.h"
 
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -40,18 +39,9 @@ void run_dagger_round(const TrainConfig& c, SftDataSpec data, int round, const s
     spdlog::info("format stage: DAgger round {}: {} turns labelled, the model's mean progression {:.3f}; fine-tuning on the demonstrations and every round's labels", round,
                  counts.transcripts, counts.progression_sum / data.episodes);
   }
-  const std::string aggregate_path = learner_dir + "/aggregate.jsonl";
-  {
-    std::ofstream aggregate(aggregate_path, std::ios::binary | std::ios::trunc);
-    for (int k = 0; k <= round; ++k) {
-      std::ifstream part(learner_dir + (k == 0 ? std::string("/sft_data.jsonl") : "/dagger" + std::to_string(k) + ".jsonl"), std::ios::binary);
-      if (!part) throw std::runtime_error("format stage: DAgger round " + std::to_string(round) + " misses the data of round " + std::to_string(k));
-      aggregate << part.rdbuf();
-    }
-    if (!aggregate.flush()) throw std::runtime_error("cannot write " + aggregate_path);
-  }
-  run_sft(aggregate_path, learner_dir, dir, settings);
-  std::filesystem::remove(aggregate_path);  // a copy of the files kept beside it
+  std::vector<std::string> aggregate = {learner_dir + "/sft_data.jsonl"};
+  for (int k = 1; k <= round; ++k) aggregate.push_back(learner_dir + "/dagger" + std::to_string(k) + ".jsonl");
+  run_sft(aggregate, learner_dir, dir, settings);
   for (const auto& entry : std::filesystem::directory_iterator(learner_dir)) {
     const std::string name = entry.path().filename().string();
     if (!name.ends_with(".jsonl") && !name.ends_with(".svg")) continue;
@@ -80,7 +70,7 @@ void make_format_model(const TrainConfig& c) {
   settings.batch_size = f.batch_size;
   settings.seed = c.run.seed;
   settings.device = c.model.device;
-  run_sft(data_path, c.model.path, temp, settings);
+  run_sft({data_path}, c.model.path, temp, settings);
   for (int round = 1; round <= f.dagger_rounds; ++round) run_dagger_round(c, data, round, temp, settings);
   std::filesystem::remove_all(f.model);
   std::filesystem::rename(temp, f.model);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -91,7 +92,8 @@ SftStepResult sft_step(agents::Qwen2Model& model, torch::optim::Optimizer& optim
   return {loss.item<double>(), tokens.item<double>()};
 }
 
-SftReport run_sft(const std::string& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings) {
+SftReport run_sft(const std::vector<std::string>& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings) {
+  if (data.empty()) throw std::invalid_argument("sft: no data files");
   if (settings.epochs <= 0 || settings.batch_size <= 0 || settings.lr <= 0) {
     throw std::invalid_argument("sft: epochs, batch size and learning rate must be > 0");
   }
@@ -99,7 +101,11 @@ SftReport run_sft(const std::string& data, const std::string& model_dir, const s
     throw std::invalid_argument("sft: --out must be another folder than --model (" + out_dir + ")");
   }
   const agents::Tokenizer tokenizer = agents::Tokenizer::load(model_dir);
-  const std::vector<SftExample> examples = read_sft_examples(data, tokenizer);
+  std::vector<SftExample> examples;
+  for (const std::string& path : data) {
+    std::vector<SftExample> part = read_sft_examples(path, tokenizer);
+    examples.insert(examples.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
   const torch::Device device(settings.device);
   agents::Qwen2Model model = agents::load_qwen2(model_dir, false, device);
   model->train();
@@ -115,8 +121,8 @@ SftReport run_sft(const std::string& data, const std::string& model_dir, const s
   const size_t batch = static_cast<size_t>(settings.batch_size);
   const size_t steps_per_epoch = (examples.size() + batch - 1) / batch;
   const size_t total_steps = steps_per_epoch * static_cast<size_t>(settings.epochs);
-  spdlog::info("sft: {} examples ({} target tokens) from {}, {} epochs of {} steps", examples.size(), report.target_tokens, data,
-               settings.epochs, steps_per_epoch);
+  spdlog::info("sft: {} examples ({} target tokens) from {}, {} epochs of {} steps", examples.size(), report.target_tokens,
+               fmt::join(data, ", "), settings.epochs, steps_per_epoch);
   const auto start = std::chrono::steady_clock::now();
   auto last_log = start;
   size_t step = 0;

@@ -42,8 +42,9 @@ struct SftReport {
   std::vector<double> epoch_loss;  // mean target-token loss of each epoch
 };
 
-/** Fine-tunes the model in `model_dir` on `data` and writes the result, a complete Hugging Face
- *  folder, to `out_dir`, with `sft_metrics.jsonl` (loss per step) and `sft_loss.svg` beside it. */
-SftReport run_sft(const std::string& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings);
+/** Fine-tunes the model in `model_dir` on the examples of the `data` files (in order, as one set)
+ *  and writes the result, a complete Hugging Face folder, to `out_dir`, with `sft_metrics.jsonl`
+ *  (loss per step) and `sft_loss.svg` beside it. */
+SftReport run_sft(const std::vector<std::string>& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings);
 
 }  // namespace turnrl::trainer

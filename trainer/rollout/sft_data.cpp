@@ -97,8 +97,8 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
   if (learner && (spec.policy != "expert" || spec.expert_noise > 0.0)) {
     throw std::invalid_argument("format data: a learner's turns are labelled by the expert: policy must be expert, without noise");
   }
+  const envs::ExpertSight sight = envs::parse_expert_sight(spec.expert_sight);
   if (spec.policy == "expert") {
-    const envs::ExpertSight sight = envs::parse_expert_sight(spec.expert_sight);
     for (const std::string& task : spec.tasks) {
       if (!envs::has_expert(*envs::make_env(task, spec.env_options), sight)) {
         throw std::invalid_argument("format data: policy expert, but " + task + " has no scripted expert with sight " + spec.expert_sight);
@@ -113,7 +113,7 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
   if (!out) throw std::runtime_error("cannot write " + path);
   TemplateAgent template_agent(spec);
   std::optional<LabellingAgent> labelling;
-  if (learner) labelling.emplace(*learner, spec.reply_template, envs::parse_expert_sight(spec.expert_sight));
+  if (learner) labelling.emplace(*learner, spec.reply_template, sight);
   agents::Agent& agent = labelling ? static_cast<agents::Agent&>(*labelling) : template_agent;
   EpisodeRunnerConfig runner;
   runner.parallel_episodes = 64;
