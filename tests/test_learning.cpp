@@ -295,6 +295,8 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_noisy.yaml", noisy)), doctest::Contains("format.dagger_rounds: needs expert_noise: 0"));
   const std::string no_episodes = expert_goto_config(root, "  policy: expert\n  dagger_rounds: 1\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_none.yaml", no_episodes)), doctest::Contains("format.dagger_episodes: must be > 0"));
+  const std::string no_passes = expert_goto_config(root, "  policy: expert\n  dagger_rounds: 1\n  dagger_episodes: 8\n  dagger_epochs: 0\n");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_passes.yaml", no_passes)), doctest::Contains("format.dagger_epochs: must be > 0"));
   const std::string random_player = expert_goto_config(root, "  dagger_rounds: 1\n  dagger_episodes: 8\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_random.yaml", random_player)), doctest::Contains("format.dagger_rounds: needs policy: expert"));
   const TrainConfig view_config = TrainConfig::load(write_config("sight_view.yaml", expert_goto_config(root, "  policy: expert\n  expert_sight: view\n")));
@@ -309,9 +311,11 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
 TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labels fine-tune it, every round's data kept") {
   const std::string root = "/tmp/turnrl_dagger_stage_test";
   std::filesystem::remove_all(root);
-  const std::string yaml = expert_goto_config(root, "  policy: expert\n  episodes: 20\n  dagger_rounds: 2\n  dagger_episodes: 3\n");
+  const std::string yaml =
+      expert_goto_config(root, "  policy: expert\n  episodes: 20\n  dagger_rounds: 2\n  dagger_episodes: 3\n  dagger_epochs: 2\n");
   const TrainConfig config = TrainConfig::load(write_config("dagger_stage.yaml", yaml));
   REQUIRE(config.format.dagger_rounds == 2);
+  REQUIRE(config.format.dagger_epochs != config.format.epochs);
   CHECK(prepare_initial_model(config) == root + "/format");
   for (const char* file : {"config.json", "model.safetensors", "sft_data.jsonl", "dagger1.jsonl", "dagger2.jsonl", "sft_metrics.jsonl",
                            "round0_sft_metrics.jsonl", "round1_sft_metrics.jsonl"}) {
@@ -321,7 +325,7 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
   CHECK_FALSE(std::filesystem::exists(root + "/format.tmp"));
   CHECK_FALSE(std::filesystem::exists(root + "/format.tmp.learner"));
   // Each round fine-tuned on the aggregate, the demonstrations and every round's labels so far:
-  // one step per batch of them and epoch.
+  // one step per batch of them and pass (`dagger_epochs`; the demonstrations alone: `epochs`).
   size_t aggregate = read_lines(root + "/format/sft_data.jsonl").size();
   CHECK(read_lines(root + "/format/round0_sft_metrics.jsonl").size() == static_cast<size_t>(config.format.epochs) * ((aggregate + 31) / 32));
   for (int round = 1; round <= 2; ++round) {
@@ -330,7 +334,7 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
     const std::string metrics = round == 2 ? "sft_metrics.jsonl" : "round1_sft_metrics.jsonl";
     INFO("round " << round << ": " << labels << " labels, " << aggregate << " examples");
     CHECK(labels >= 3u);
-    CHECK(read_lines(root + "/format/" + metrics).size() == static_cast<size_t>(config.format.epochs) * ((aggregate + 31) / 32));
+    CHECK(read_lines(root + "/format/" + metrics).size() == static_cast<size_t>(config.format.dagger_epochs) * ((aggregate + 31) / 32));
   }
   CHECK_FALSE(std::filesystem::exists(root + "/format/aggregate.jsonl"));
   CHECK(turnrl::agents::LanguageModel::load(root + "/format") != nullptr);

@@ -71,6 +71,7 @@ void make_format_model(const TrainConfig& c) {
   settings.seed = c.run.seed;
   settings.device = c.model.device;
   run_sft({data_path}, c.model.path, temp, settings);
+  settings.epochs = f.dagger_epochs;
   for (int round = 1; round <= f.dagger_rounds; ++round) run_dagger_round(c, data, round, temp, settings);
   std::filesystem::remove_all(f.model);
   std::filesystem::rename(temp, f.model);

@@ -90,6 +90,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.read("batch_size", c.format.batch_size, positive<int>(), "must be > 0");
   format.read("dagger_rounds", c.format.dagger_rounds, non_negative<int>(), "must be >= 0");
   format.read("dagger_episodes", c.format.dagger_episodes, non_negative<int>(), "must be >= 0");
+  format.read("dagger_epochs", c.format.dagger_epochs, positive<int>(), "must be > 0");
   format.finish();
   if (root.has("format") && c.format.model.empty()) format.fail("model", "is required (where the format stage's model goes)");
   if (c.format.reply_template.find("{action}") == std::string::npos) format.fail("reply_template", "must contain {action}");
@@ -235,7 +236,8 @@ std::string TrainConfig::to_yaml() const {
         << YAML::Value << format.episodes
         << YAML::Key << "epochs" << YAML::Value << format.epochs << YAML::Key << "lr" << YAML::Value << format.lr << YAML::Key
         << "batch_size" << YAML::Value << format.batch_size << YAML::Key << "dagger_rounds" << YAML::Value << format.dagger_rounds
-        << YAML::Key << "dagger_episodes" << YAML::Value << format.dagger_episodes;
+        << YAML::Key << "dagger_episodes" << YAML::Value << format.dagger_episodes << YAML::Key << "dagger_epochs" << YAML::Value
+        << format.dagger_epochs;
     if (!format.tasks.empty()) out << YAML::Key << "tasks" << YAML::Value << YAML::Flow << format.tasks;
     out << YAML::EndMap;
   }

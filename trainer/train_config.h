@@ -52,10 +52,13 @@ struct TrainConfig {
     /** DAgger after the demonstrations (policy expert): each round the stage's model plays
      *  `dagger_episodes` episodes, sampled as in training, the expert labels every state it
      *  reached, and the model fine-tunes on the demonstrations and every round's labels so far
-     *  (`epochs`, `lr`, `batch_size`), as DAgger aggregates. Cloning
+     *  (`dagger_epochs` passes, `lr`, `batch_size`), as DAgger aggregates. Cloning
      *  alone teaches only the expert's states; the learner's own mistakes lead elsewhere. */
     int dagger_rounds = 0;
     int dagger_episodes = 0;
+    /** Passes over the aggregate per round: it grows by a round's labels each round, and the
+     *  model it continues has already learnt the demonstrations. */
+    int dagger_epochs = 1;
   } format;
   /** The model PPO starts from and compares with (KL): the format stage's when declared. */
   const std::string& initial_model() const { return format.model.empty() ? model.path : format.model; }
