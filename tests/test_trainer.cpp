@@ -14,6 +14,7 @@
 #include "trainer/rollout/evaluation.h"
 #include "trainer/rollout/rollout.h"
 #include "trainer/run_folder.h"
+#include "agents/model/generation.h"
 #include "agents/model/language_model.h"
 #include "agents/model/model_presets.h"
 #include "trainer/ppo_trainer.h"
@@ -168,6 +169,27 @@ TEST_CASE("clipped policy loss, dual clip and the clipped value loss") {
   CHECK(value_loss(values, old_values, returns, vmask, weights, 0.5).item<double>() == doctest::Approx(1.0));
 }
 
+TEST_CASE("the anchor KL: KL(reference || policy) over the whole vocabulary, zero at the reference") {
+  const torch::Tensor mask = torch::tensor({1, 0}, torch::kBool).view({1, 2});
+  // Position 0: reference (0.5, 0.5, 0), policy (0.9, 0.1, 0) with the third token barred (-inf in
+  // both, as with a restricted vocabulary). Position 1 is masked.
+  const torch::Tensor ref = torch::tensor({0.5f, 0.5f, 0.0f, 0.2f, 0.3f, 0.5f}).view({1, 2, 3}).log();
+  const torch::Tensor policy_logits = torch::tensor({0.9f, 0.1f, 0.0f, 0.9f, 0.05f, 0.05f}).view({1, 2, 3}).log().requires_grad_(true);
+  const torch::Tensor kl = anchor_kl(torch::log_softmax(policy_logits, -1), ref, mask);
+  CHECK(kl.item<double>() == doctest::Approx(0.5 * std::log(0.5 / 0.9) + 0.5 * std::log(0.5 / 0.1)).epsilon(1e-5));
+  CHECK(anchor_kl(ref, ref, mask).item<double>() == doctest::Approx(0.0));
+  kl.backward();
+  const torch::Tensor grad = policy_logits.grad();
+  CHECK(grad[0][0][1].item<double>() < 0);  // descent raises the token the policy starved
+  CHECK(grad[0][0][0].item<double>() > 0);
+  CHECK(torch::isfinite(grad).all().item<bool>());
+  CHECK(grad[0][1].abs().sum().item<double>() == doctest::Approx(0.0));  // masked position
+  // As the policy drops a token the reference weights, the anchor grows without bound; the KL of
+  // the sampled reply (here the favoured token) stays small.
+  const torch::Tensor starved = torch::tensor({0.999999f, 0.000001f, 0.0f, 0.2f, 0.3f, 0.5f}).view({1, 2, 3}).log();
+  CHECK(anchor_kl(starved, ref, mask).item<double>() > 6.0);
+}
+
 namespace {
 /** A REINFORCE++ learner (no critic: the actor's update alone) over the tiny model in `dir`. */
 void init_actor_only_learner(LearnerState& learner, const std::string& dir) {
@@ -216,6 +238,53 @@ TEST_CASE("the trainer's update clips the actor's gradient norm") {
       CHECK(std::sqrt(norm) == doctest::Approx(metrics.at("grad_norm").get<double>()).epsilon(1e-3));  // untouched
     }
   }
+}
+
+TEST_CASE("the anchor term keeps a token that negative advantages push out") {
+  const std::string dir = "/tmp/turnrl_anchor_test/model";
+  std::filesystem::remove_all("/tmp/turnrl_anchor_test");
+  turnrl::agents::write_new_model("tiny", dir, 3, "");
+  const std::vector<int32_t> prompt = {5, 6, 7};
+  const std::vector<int32_t> response = {8};
+  const auto token_logprob = [&](turnrl::agents::Qwen2Model& model) {
+    torch::NoGradGuard no_grad;
+    const auto rb = turnrl::agents::make_response_batch({prompt}, {response}, 0, torch::kCPU);
+    return turnrl::agents::response_logprobs(model, rb, {8, 9})[0][0].item<double>();
+  };
+  std::map<double, double> after;
+  for (const double coef : {0.0, 1.0}) {
+    LearnerState learner;
+    learner.config.ppo.epochs = 40;
+    learner.config.ppo.minibatch = 4;
+    learner.config.ppo.clip = 10.0;  // let the advantages act at full strength
+    learner.config.ppo.anchor_kl_coef = coef;
+    init_actor_only_learner(learner, dir);
+    learner.reference = turnrl::agents::load_qwen2(dir, false, torch::kCPU);
+    learner.allowed_tokens = {8, 9};  // two actions, each about half the reference's weight
+    RolloutBatch batch;
+    batch.n_env = 2;
+    batch.e_len = 2;
+    TrainingTargets targets;
+    const double start = token_logprob(learner.actor);
+    for (int i = 0; i < 4; ++i) {
+      TurnRecord turn;
+      turn.prompt_ids = prompt;
+      turn.response_ids = response;
+      batch.turns.push_back(turn);
+      targets.old_logprobs.push_back({static_cast<float>(start)});
+      targets.advantages.push_back({-1.0f});
+      targets.old_values.emplace_back();
+      targets.returns.emplace_back();
+    }
+    const nlohmann::json metrics = ppo_update(learner, batch, targets, true, batch.turns.size());
+    CHECK(metrics.contains("anchor_kl") == (coef > 0));
+    if (coef > 0) CHECK(metrics.at("anchor_kl").get<double>() > 0);
+    after[coef] = token_logprob(learner.actor);
+    INFO("anchor " << coef << ": log-prob " << start << " -> " << after[coef]);
+    CHECK(after[coef] < start);
+  }
+  INFO("without the anchor " << after[0.0] << ", with it " << after[1.0]);
+  CHECK(after[1.0] > after[0.0] + 1.0);
 }
 
 TEST_CASE("length-grouped mini-batches pad less and still train on every row") {

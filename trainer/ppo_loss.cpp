@@ -26,6 +26,14 @@ PolicyLoss policy_loss(const torch::Tensor& logprobs, const torch::Tensor& old_l
   return out;
 }
 
+torch::Tensor anchor_kl(const torch::Tensor& log_distributions, const torch::Tensor& reference_log_distributions, const torch::Tensor& mask,
+                        const torch::Tensor& tokens) {
+  const torch::Tensor p_ref = reference_log_distributions.exp();
+  // Tokens the reference never emits (p 0, both log-probs -inf where a vocabulary is restricted) add nothing.
+  const torch::Tensor terms = torch::where(p_ref > 0, p_ref * (reference_log_distributions - log_distributions), torch::zeros_like(p_ref));
+  return masked_mean(terms.sum(-1), mask, tokens);
+}
+
 torch::Tensor value_loss(const torch::Tensor& values, const torch::Tensor& old_values, const torch::Tensor& returns,
                          const torch::Tensor& mask, const torch::Tensor& weights, double value_clip, const torch::Tensor& tokens) {
   const torch::Tensor clipped = old_values + (values - old_values).clamp(-value_clip, value_clip);

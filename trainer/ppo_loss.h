@@ -28,6 +28,12 @@ PolicyLoss policy_loss(const torch::Tensor& logprobs, const torch::Tensor& old_l
 torch::Tensor value_loss(const torch::Tensor& values, const torch::Tensor& old_values, const torch::Tensor& returns,
                          const torch::Tensor& mask, const torch::Tensor& weights, double value_clip, const torch::Tensor& tokens = {});
 
+/** Token-mean over `mask` of KL(reference || policy) summed over the whole vocabulary, from
+ *  log-distributions [B, R, V]. Unlike the KL of the sampled reply, it grows without bound as the
+ *  policy drops a token the reference gives weight, so it keeps rare actions alive. */
+torch::Tensor anchor_kl(const torch::Tensor& log_distributions, const torch::Tensor& reference_log_distributions, const torch::Tensor& mask,
+                        const torch::Tensor& tokens = {});
+
 /** sum(x over mask) / max(tokens, 1). */
 torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& tokens = {});
 

@@ -169,7 +169,7 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
   const TrainConfig::Ppo& ppo = learner.config.ppo;
   const std::vector<MiniBatch> plan = plan_minibatches(learner, batch, max_rows);
   torch::Tensor policy_loss_sum = torch::zeros({}), value_loss_sum = torch::zeros({}), entropy_sum = torch::zeros({});
-  torch::Tensor clip_sum = torch::zeros({}), kl_sum = torch::zeros({});
+  torch::Tensor clip_sum = torch::zeros({}), kl_sum = torch::zeros({}), anchor_sum = torch::zeros({});
   double grad_norm_sum = 0;
   double positions = 0, padded_positions = 0;  // token positions the update's forward passes compute, padding included
   for (const MiniBatch& minibatch : plan) {
@@ -197,11 +197,22 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
         const int64_t r = mb->response_width;
         torch::Tensor entropy;
         const torch::Tensor tokens = count_tensor(minibatch.response_tokens, learner.device);
-        const torch::Tensor logp = agents::response_logprobs(learner.actor, *mb, learner.allowed_tokens, &entropy);
+        const torch::Tensor log_distributions = agents::response_log_distributions(learner.actor, *mb, learner.allowed_tokens);
+        const torch::Tensor logp = agents::response_token_logprobs(log_distributions, *mb, &entropy);
         const PolicyLoss pl = policy_loss(logp, right_aligned(old_lp, r).to(learner.device), right_aligned(adv, r).to(learner.device),
                                           mb->response_mask, {ppo.clip, ppo.dual_clip}, tokens);
         const torch::Tensor entropy_mean = masked_mean(entropy, mb->response_mask, tokens);
         loss = pl.loss - ppo.entropy_coef * entropy_mean;
+        if (ppo.anchor_kl_coef > 0) {
+          torch::Tensor reference_log_distributions;
+          {
+            torch::NoGradGuard no_grad;
+            reference_log_distributions = agents::response_log_distributions(learner.reference, *mb, learner.allowed_tokens);
+          }
+          const torch::Tensor anchor = anchor_kl(log_distributions, reference_log_distributions, mb->response_mask, tokens);
+          loss = loss + ppo.anchor_kl_coef * anchor;
+          anchor_sum += anchor.detach().cpu();
+        }
         policy_loss_sum += pl.loss.detach().cpu();
         entropy_sum += entropy_mean.detach().cpu();
         clip_sum += pl.clip_fraction.cpu();
@@ -215,7 +226,7 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
   }
   // The ranks' shares of each loss add up to the combined batch's.
   std::vector<double> sums = {policy_loss_sum.item<double>(), value_loss_sum.item<double>(), entropy_sum.item<double>(),
-                              clip_sum.item<double>(), kl_sum.item<double>(), positions, padded_positions};
+                              clip_sum.item<double>(), kl_sum.item<double>(), positions, padded_positions, anchor_sum.item<double>()};
   if (learner.ranks) learner.ranks->sum(sums);
   const double denom = std::max<size_t>(1, plan.size());
   nlohmann::json m;
@@ -228,6 +239,7 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
     m["clip_fraction"] = sums[3] / denom;
     m["ppo_kl"] = sums[4] / denom;
     m["grad_norm"] = grad_norm_sum / denom;
+    if (ppo.anchor_kl_coef > 0) m["anchor_kl"] = sums[7] / denom;
   }
   return m;
 }

@@ -156,6 +156,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   ppo.read("grad_clip", c.ppo.grad_clip, positive<double>(), "must be > 0");
   ppo.read("kl_coef", c.ppo.kl_coef, non_negative<double>(), "must be >= 0");
   ppo.read("entropy_coef", c.ppo.entropy_coef, non_negative<double>(), "must be >= 0");
+  ppo.read("anchor_kl_coef", c.ppo.anchor_kl_coef, non_negative<double>(), "must be >= 0");
   ppo.read("step_gamma", c.ppo.step_gamma, unit_interval(), "must be in [0, 1]");
   ppo.read("step_lambda", c.ppo.step_lambda, unit_interval(), "must be in [0, 1]");
   ppo.read("token_gamma", c.ppo.token_gamma, unit_interval(), "must be in [0, 1]");
@@ -263,6 +264,7 @@ std::string TrainConfig::to_yaml() const {
       {"actor_lr", ppo.actor_lr},         {"critic_lr", ppo.critic_lr},     {"weight_decay", ppo.weight_decay},
       {"clip", ppo.clip},                 {"dual_clip", ppo.dual_clip},     {"value_clip", ppo.value_clip},
       {"grad_clip", ppo.grad_clip},       {"kl_coef", ppo.kl_coef},         {"entropy_coef", ppo.entropy_coef},
+      {"anchor_kl_coef", ppo.anchor_kl_coef},
       {"step_gamma", ppo.step_gamma},     {"step_lambda", ppo.step_lambda}, {"token_gamma", ppo.token_gamma},
       {"token_lambda", ppo.token_lambda}, {"first_token_weight", ppo.first_token_weight},
       {"gigpo_step_weight", ppo.gigpo_step_weight}, {"gigpo_gamma", ppo.gigpo_gamma}};

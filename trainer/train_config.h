@@ -99,6 +99,10 @@ struct TrainConfig {
     bool group_by_length = true;
     double grad_clip = 0.5;
     double kl_coef = 0.001, entropy_coef = 0.01;
+    /** Weight of a loss term: KL(reference || actor) over the whole vocabulary at every reply
+     *  token (trainer/ppo_loss.h). The KL in the reward sees only the sampled reply: on the BabyAI
+     *  mix, actions that sit mostly in lost episodes (pick up, toggle, drop) died out under it. */
+    double anchor_kl_coef = 0.0;
     double step_gamma = 0.99, step_lambda = 0.95, token_gamma = 1.0, token_lambda = 1.0;
     std::string estimator = "gae";  // gae (with the critic) | reinforce++ | grpo | token_grpo | rloo | gigpo
     /** GiGPO (trainer/rewards/gigpo.h): omega, the step returns' discount, mean-only normalisation. */

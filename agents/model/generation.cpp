@@ -190,8 +190,7 @@ ResponseBatch make_response_batch(const std::vector<std::vector<int32_t>>& promp
   return batch;
 }
 
-torch::Tensor response_logprobs(Qwen2Model& model, const ResponseBatch& batch, const std::vector<int32_t>& allowed_tokens,
-                                torch::Tensor* entropy) {
+torch::Tensor response_log_distributions(Qwen2Model& model, const ResponseBatch& batch, const std::vector<int32_t>& allowed_tokens) {
   const int64_t r = batch.response_width;
   // The logits that predict the R response columns sit one column earlier.
   const torch::Tensor hidden = model->forward(batch.ids, batch.positions, batch.key_mask);
@@ -201,13 +200,21 @@ torch::Tensor response_logprobs(Qwen2Model& model, const ResponseBatch& batch, c
     blocked.index_fill_(0, torch::tensor(std::vector<int64_t>(allowed_tokens.begin(), allowed_tokens.end()), torch::kInt64).to(logits.device()), false);
     logits = logits.masked_fill(blocked, -INFINITY);
   }
-  const torch::Tensor logp_all = torch::log_softmax(logits, -1);
+  return torch::log_softmax(logits, -1);
+}
+
+torch::Tensor response_token_logprobs(const torch::Tensor& log_distributions, const ResponseBatch& batch, torch::Tensor* entropy) {
   if (entropy) {
-    const torch::Tensor p = logp_all.exp();
-    *entropy = -(p * logp_all.masked_fill(p == 0, 0.0)).sum(-1);
+    const torch::Tensor p = log_distributions.exp();
+    *entropy = -(p * log_distributions.masked_fill(p == 0, 0.0)).sum(-1);
   }
   // Masked slots hold the pad id; gather stays in range and their values are ignored.
-  return logp_all.gather(-1, batch.response_ids.unsqueeze(-1)).squeeze(-1);
+  return log_distributions.gather(-1, batch.response_ids.unsqueeze(-1)).squeeze(-1);
+}
+
+torch::Tensor response_logprobs(Qwen2Model& model, const ResponseBatch& batch, const std::vector<int32_t>& allowed_tokens,
+                                torch::Tensor* entropy) {
+  return response_token_logprobs(response_log_distributions(model, batch, allowed_tokens), batch, entropy);
 }
 
 torch::Tensor response_values(Qwen2Model& critic, const ResponseBatch& batch) {

@@ -34,6 +34,11 @@ struct ResponseBatch {
 ResponseBatch make_response_batch(const std::vector<std::vector<int32_t>>& prompts,
                                   const std::vector<std::vector<int32_t>>& responses, int32_t pad_id, const torch::Device& device);
 
+/** Log-softmax [B, R, V] at each response position over the vocabulary (only `allowed_tokens`
+ *  when given; the rest -inf), autograd kept. */
+torch::Tensor response_log_distributions(Qwen2Model& model, const ResponseBatch& batch, const std::vector<int32_t>& allowed_tokens);
+/** The response tokens' entries [B, R] of such log-distributions, and their entropies [B, R] when asked. */
+torch::Tensor response_token_logprobs(const torch::Tensor& log_distributions, const ResponseBatch& batch, torch::Tensor* entropy = nullptr);
 /** Log-probs [B, R] of the response tokens (autograd kept; masked entries are meaningless). */
 torch::Tensor response_logprobs(Qwen2Model& model, const ResponseBatch& batch, const std::vector<int32_t>& allowed_tokens,
                                 torch::Tensor* entropy = nullptr);
