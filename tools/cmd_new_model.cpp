@@ -10,7 +10,7 @@ int run_new_model(int argc, char** argv) {
   CLI::App app{"Write a randomly initialised model folder (config.json, model.safetensors, tokenizer)", "turnrl new-model"};
   std::string preset = "tiny", out, tokenizer;
   uint64_t seed = 0;
-  app.add_option("--preset", preset, "tiny, tiny-deep, tiny-wide or qwen2.5-0.5b")->check(CLI::IsMember(agents::preset_names()))->capture_default_str();
+  app.add_option("--preset", preset, "the model's shape")->check(CLI::IsMember(agents::preset_names()))->capture_default_str();
   app.add_option("--out", out, "output folder")->required();
   app.add_option("--seed", seed, "initialisation seed")->capture_default_str();
   app.add_option("--tokenizer", tokenizer, "copy tokenizer.json/tokenizer_config.json from this folder")->check(CLI::ExistingDirectory);

@@ -84,20 +84,43 @@ void write_text(const std::string& path, const std::string& text) {
   if (!out.flush()) throw std::runtime_error(path + ": write failed");
 }
 
+/** A named model shape. `word_level`: new models get the tiny word-level tokenizer, whose words
+ *  the shape's vocab_size counts; the others need a tokenizer to copy. */
+struct Preset {
+  std::string name;
+  ModelConfig (*config)();
+  bool word_level;
+};
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> table = {{"tiny", tiny_config, true},
+                                            {"tiny-deep", tiny_deep_config, true},
+                                            {"tiny-wide", tiny_wide_config, true},
+                                            {"qwen2.5-0.5b", qwen25_half_billion, false}};
+  return table;
+}
+
+const Preset& find_preset(const std::string& name) {
+  for (const Preset& preset : presets()) {
+    if (preset.name == name) return preset;
+  }
+  std::string known;
+  for (const std::string& known_name : preset_names()) known += (known.empty() ? "" : ", ") + known_name;
+  throw std::invalid_argument("unknown model preset '" + name + "' (" + known + ")");
+}
+
 }  // namespace
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names = {"tiny", "tiny-deep", "tiny-wide", "qwen2.5-0.5b"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Preset& preset : presets()) out.push_back(preset.name);
+    return out;
+  }();
   return names;
 }
 
-ModelConfig preset_config(const std::string& name) {
-  if (name == "tiny") return tiny_config();
-  if (name == "tiny-deep") return tiny_deep_config();
-  if (name == "tiny-wide") return tiny_wide_config();
-  if (name == "qwen2.5-0.5b") return qwen25_half_billion();
-  throw std::invalid_argument("unknown model preset '" + name + "' (tiny, tiny-deep, tiny-wide, qwen2.5-0.5b)");
-}
+ModelConfig preset_config(const std::string& name) { return find_preset(name).config(); }
 
 std::string tiny_tokenizer_json() {
   nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
@@ -120,14 +143,15 @@ std::string tiny_tokenizer_json() {
 }
 
 void write_new_model(const std::string& preset, const std::string& dir, uint64_t seed, const std::string& tokenizer_dir) {
-  ModelConfig config = preset_config(preset);
+  const Preset& shape = find_preset(preset);
+  const ModelConfig config = shape.config();
   std::filesystem::create_directories(dir);
   torch::manual_seed(seed);
   Qwen2Model model(config, false);
   save_qwen2(model, dir);
   if (!tokenizer_dir.empty()) {
     copy_tokenizer_files(tokenizer_dir, dir);
-  } else if (preset.rfind("tiny", 0) == 0) {
+  } else if (shape.word_level) {
     write_text(dir + "/tokenizer.json", tiny_tokenizer_json());
     write_text(dir + "/tokenizer_config.json",
                nlohmann::json{{"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"}, {"bos_token", nullptr}}.dump(2));
