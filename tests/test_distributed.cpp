@@ -3,20 +3,19 @@
 #include "torch_doctest.h"
 
 #include <cstdlib>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "agents/model/language_model.h"
 #include "agents/model/model_presets.h"
 #include "envs/registry.h"
+#include "rank_threads.h"
 #include "test_util.h"
 #include "train_test_util.h"
 #include "trainer/distributed.h"
@@ -135,25 +134,13 @@ double max_abs_difference(turnrl::agents::Qwen2Model& a, turnrl::agents::Qwen2Mo
 
 /** Targets and one update of each rank on its own collection, the ranks (threads) joined by Gloo. */
 void update_as_ranks(std::vector<LearnerState>& ranks, const std::vector<RolloutBatch>& batches) {
-  const std::string master = loopback_master();
-  std::vector<std::exception_ptr> errors(ranks.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        LearnerState& l = ranks[r];
-        l.ranks = std::make_shared<ProcessGroup>(ProcessGroupOptions{static_cast<int>(r), static_cast<int>(ranks.size()), master});
-        const TrainingTargets targets = compute_targets(l, batches[r], assign_token_rewards(*l.reward_manager, batches[r]));
-        ppo_update(l, batches[r], targets, true, std::numeric_limits<size_t>::max());
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  turnrl::test::run_as_ranks(static_cast<int>(ranks.size()), [&](const std::shared_ptr<ProcessGroup>& group) {
+    const size_t r = static_cast<size_t>(group->rank());
+    LearnerState& l = ranks[r];
+    l.ranks = group;
+    const TrainingTargets targets = compute_targets(l, batches[r], assign_token_rewards(*l.reward_manager, batches[r]));
+    ppo_update(l, batches[r], targets, true, std::numeric_limits<size_t>::max());
+  });
 }
 
 void update_alone(LearnerState& l, const RolloutBatch& batch) {

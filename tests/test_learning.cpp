@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -18,12 +19,15 @@
 #include "envs/expert.h"
 #include "envs/registry.h"
 #include "envs/reply_parser.h"
+#include "agents/model/qwen2_model.h"
+#include "trainer/distributed.h"
 #include "trainer/format_stage.h"
 #include "trainer/rollout/episode_runner.h"
 #include "trainer/ppo_trainer.h"
 #include "trainer/rollout/sft_data.h"
 #include "trainer/sft.h"
 #include "trainer/train_config.h"
+#include "rank_threads.h"
 #include "test_util.h"
 #include "train_test_util.h"
 
@@ -338,6 +342,102 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
   }
   CHECK_FALSE(std::filesystem::exists(root + "/format/aggregate.jsonl"));
   CHECK(turnrl::agents::LanguageModel::load(root + "/format") != nullptr);
+}
+
+TEST_CASE("two ranks play their shares of the format data and fine-tune as one process does on the whole batch") {
+  const std::string root = "/tmp/turnrl_sft_ranks_test";
+  std::filesystem::remove_all(root);
+  const TrainConfig config = TrainConfig::load(write_config("sft_ranks.yaml", expert_goto_config(root, "  policy: expert\n  episodes: 30\n")));
+  turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
+  const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
+  SftDataSpec spec = format_data_spec(config, config.model.path, tokenizer);
+  write_sft_data(spec, root + "/all.jsonl");
+  auto lines_of = [](const std::string& path) {
+    std::vector<std::string> lines;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  std::multiset<std::string> alone, shared;
+  for (const std::string& line : lines_of(root + "/all.jsonl")) alone.insert(line);
+  spec.ranks = 2;
+  for (spec.rank = 0; spec.rank < 2; ++spec.rank) {
+    const std::string share = root + "/share" + std::to_string(spec.rank) + ".jsonl";
+    write_sft_data(spec, share);
+    const std::vector<std::string> lines = lines_of(share);
+    CHECK(!lines.empty());
+    CHECK(lines.size() < alone.size());
+    shared.insert(lines.begin(), lines.end());
+  }
+  CHECK(shared == alone);
+  spec.rank = 2;
+  CHECK_THROWS_AS(write_sft_data(spec, root + "/bad.jsonl"), std::invalid_argument);
+
+  // 7k + 1 examples in batches of 7: the last batch has one row, and rank 1 none of it.
+  const std::vector<std::string> lines = lines_of(root + "/all.jsonl");
+  REQUIRE(lines.size() >= 50u);
+  {
+    std::ofstream data(root + "/data.jsonl");
+    for (size_t k = 0; k < (lines.size() - 1) / 7 * 7 + 1; ++k) data << lines[k] << "\n";
+  }
+  SftSettings settings;
+  settings.epochs = 2;
+  settings.lr = 3e-3;
+  settings.batch_size = 7;
+  settings.seed = 3;
+  run_sft({root + "/data.jsonl"}, config.model.path, root + "/alone", settings);
+  turnrl::test::run_as_ranks(2, [&](const std::shared_ptr<ProcessGroup>& group) {
+    run_sft({root + "/data.jsonl"}, config.model.path, root + "/ranks", settings, group.get());
+  });
+  const std::vector<nlohmann::json> alone_loss = read_lines(root + "/alone/sft_metrics.jsonl");
+  const std::vector<nlohmann::json> ranks_loss = read_lines(root + "/ranks/sft_metrics.jsonl");
+  REQUIRE(alone_loss.size() == ranks_loss.size());
+  for (size_t k = 0; k < alone_loss.size(); ++k) {
+    INFO("step " << k + 1);
+    CHECK(ranks_loss[k].at("loss").get<double>() == doctest::Approx(alone_loss[k].at("loss").get<double>()).epsilon(1e-4));
+  }
+  auto base = turnrl::agents::load_qwen2(config.model.path, false, torch::kCPU);
+  auto one = turnrl::agents::load_qwen2(root + "/alone", false, torch::kCPU);
+  auto two = turnrl::agents::load_qwen2(root + "/ranks", false, torch::kCPU);
+  double moved = 0, apart = 0;
+  for (const auto& item : one->named_parameters()) {
+    moved = std::max(moved, (item.value() - base->named_parameters()[item.key()]).abs().max().item<double>());
+    apart = std::max(apart, (item.value() - two->named_parameters()[item.key()]).abs().max().item<double>());
+  }
+  MESSAGE("fine-tuning moved the weights by up to " << moved << "; two ranks against one process: " << apart);
+  CHECK(moved > 1e-2);
+  CHECK(apart < 1e-4);
+}
+
+TEST_CASE("two ranks make a format stage with a DAgger round together, each playing its share") {
+  const std::string root = "/tmp/turnrl_dagger_ranks_test";
+  std::filesystem::remove_all(root);
+  const TrainConfig config = TrainConfig::load(
+      write_config("dagger_ranks.yaml", expert_goto_config(root, "  policy: expert\n  episodes: 20\n  dagger_rounds: 1\n  dagger_episodes: 4\n")));
+  turnrl::test::run_as_ranks(2, [&](const std::shared_ptr<ProcessGroup>& group) {
+    CHECK(prepare_initial_model(config, group.get()) == root + "/format");
+  });
+  const std::string stage = root + "/format/";
+  size_t demonstrations = 0, labels = 0;
+  for (const std::string suffix : {"", ".rank1"}) {
+    const size_t shown = read_lines(stage + "sft_data" + suffix + ".jsonl").size(), labelled = read_lines(stage + "dagger1" + suffix + ".jsonl").size();
+    INFO("rank file '" << suffix << "': " << shown << " demonstrations, " << labelled << " labels");
+    CHECK(shown > 0u);
+    CHECK(labelled > 0u);  // 2 of the round's 4 episodes each
+    demonstrations += shown;
+    labels += labelled;
+  }
+  // Each fine-tuning took one step per batch of all ranks' files.
+  CHECK(read_lines(stage + "round0_sft_metrics.jsonl").size() == static_cast<size_t>(config.format.epochs) * ((demonstrations + 31) / 32));
+  CHECK(read_lines(stage + "sft_metrics.jsonl").size() ==
+        static_cast<size_t>(config.format.dagger_epochs) * ((demonstrations + labels + 31) / 32));
+  CHECK_FALSE(std::filesystem::exists(root + "/format.tmp"));
+  CHECK_FALSE(std::filesystem::exists(root + "/format.tmp.learner"));
+  CHECK(turnrl::agents::LanguageModel::load(root + "/format") != nullptr);
+  // The stage is made: ranks of a later run reuse it.
+  const auto made = std::filesystem::last_write_time(stage + "model.safetensors");
+  turnrl::test::run_as_ranks(2, [&](const std::shared_ptr<ProcessGroup>& group) { prepare_initial_model(config, group.get()); });
+  CHECK(std::filesystem::last_write_time(stage + "model.safetensors") == made);
 }
 
 TEST_CASE("the tiny preset learns replies that depend on action words in the observation") {

@@ -107,13 +107,13 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
     l.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(s.rank() % torch::cuda::device_count()));
   }
   agents::set_compute_threads(c.model.threads);
-  if (s.writes_run()) prepare_initial_model(c);
+  prepare_initial_model(c, l.ranks.get());  // a collective: the ranks make the format stage together
   const std::string& path = c.initial_model();
   if (l.ranks) {
     l.ranks->barrier();  // the models rank 0 may have made are there
     if (!std::filesystem::exists(path + "/config.json")) {
-      throw std::invalid_argument("'" + path + "' holds no model on this machine (rank 0 makes a preset's model and the format "
-                                  "stage on its own: copy them here or share the folder)");
+      throw std::invalid_argument("'" + path + "' holds no model on this machine (rank 0 makes a preset's model and leads the "
+                                  "format stage: copy them here or share the folder)");
     }
   }
   torch::manual_seed(c.run.seed);  // here, so the critic's head does not depend on whether the preset ran

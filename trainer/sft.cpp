@@ -15,6 +15,7 @@
 
 #include "agents/model/generation.h"
 #include "agents/model/qwen2_model.h"
+#include "trainer/distributed.h"
 #include "trainer/ppo_update.h"
 #include "trainer/sft_step.h"
 #include "trainer/svg_chart.h"
@@ -83,16 +84,25 @@ std::vector<std::vector<size_t>> sft_epoch_batches(const std::vector<SftExample>
 
 SftStepResult sft_step(agents::Qwen2Model& model, torch::optim::Optimizer& optimizer, const std::vector<std::vector<int32_t>>& prompts,
                        const std::vector<std::vector<int32_t>>& targets, int32_t pad_id, const torch::Device& device,
-                       double max_grad_norm) {
-  const agents::ResponseBatch rb = agents::make_response_batch(prompts, targets, pad_id, device);
-  const torch::Tensor mask = rb.response_mask.to(torch::kFloat);
-  const torch::Tensor tokens = mask.sum();
-  const torch::Tensor loss = -(agents::response_logprobs(model, rb, {}) * mask).sum() / tokens;
-  clipped_step(optimizer, model->parameters(), loss, max_grad_norm);
-  return {loss.item<double>(), tokens.item<double>()};
+                       double max_grad_norm, ProcessGroup* ranks, double batch_tokens) {
+  if (!ranks && prompts.empty()) throw std::invalid_argument("sft_step: an empty batch");
+  if (ranks && !(batch_tokens > 0)) throw std::invalid_argument("sft_step: a data-parallel step needs the batch's target token count");
+  torch::Tensor loss;
+  double tokens = 0.0;
+  if (!prompts.empty()) {
+    const agents::ResponseBatch rb = agents::make_response_batch(prompts, targets, pad_id, device);
+    const torch::Tensor mask = rb.response_mask.to(torch::kFloat);
+    tokens = mask.sum().item<double>();
+    loss = -(agents::response_logprobs(model, rb, {}) * mask).sum() / (ranks ? batch_tokens : tokens);
+  }
+  clipped_step(optimizer, model->parameters(), loss, max_grad_norm, ranks);
+  std::vector<double> totals = {loss.defined() ? loss.item<double>() : 0.0, tokens};
+  if (ranks) ranks->sum(totals);  // each rank's share of the batch's mean
+  return {totals[0], totals[1]};
 }
 
-SftReport run_sft(const std::vector<std::string>& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings) {
+SftReport run_sft(const std::vector<std::string>& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings,
+                  ProcessGroup* ranks) {
   if (data.empty()) throw std::invalid_argument("sft: no data files");
   if (settings.epochs <= 0 || settings.batch_size <= 0 || settings.lr <= 0) {
     throw std::invalid_argument("sft: epochs, batch size and learning rate must be > 0");
@@ -111,11 +121,17 @@ SftReport run_sft(const std::vector<std::string>& data, const std::string& model
   model->train();
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(settings.lr).weight_decay(0.0));
 
+  const size_t rank = ranks ? static_cast<size_t>(ranks->rank()) : 0, world = ranks ? static_cast<size_t>(ranks->size()) : 1;
+  const bool writes = rank == 0;
+
   SftReport report;
   report.examples = examples.size();
   for (const SftExample& e : examples) report.target_tokens += e.target.size();
-  std::filesystem::create_directories(out_dir);
-  std::ofstream metrics(out_dir + "/sft_metrics.jsonl", std::ios::trunc);
+  std::ofstream metrics;
+  if (writes) {
+    std::filesystem::create_directories(out_dir);
+    metrics.open(out_dir + "/sft_metrics.jsonl", std::ios::trunc);
+  }
   std::vector<std::pair<double, double>> curve;
   std::mt19937_64 rng(settings.seed);
   const size_t batch = static_cast<size_t>(settings.batch_size);
@@ -131,17 +147,22 @@ SftReport run_sft(const std::vector<std::string>& data, const std::string& model
     double loss_sum = 0, token_sum = 0;
     for (const std::vector<size_t>& rows : sft_epoch_batches(examples, batch, rng)) {
       std::vector<std::vector<int32_t>> prompts, targets;
-      for (size_t k : rows) {
-        prompts.push_back(examples[k].prompt);
-        targets.push_back(examples[k].target);
+      double batch_tokens = 0;
+      for (size_t j = 0; j < rows.size(); ++j) {
+        const SftExample& example = examples[rows[j]];
+        batch_tokens += static_cast<double>(example.target.size());
+        if (j % world != rank) continue;  // interleaved: the rows of a batch are sorted by prompt length
+        prompts.push_back(example.prompt);
+        targets.push_back(example.target);
       }
-      const SftStepResult result = sft_step(model, optimizer, prompts, targets, tokenizer.pad_id(), device, settings.max_grad_norm);
+      const SftStepResult result =
+          sft_step(model, optimizer, prompts, targets, tokenizer.pad_id(), device, settings.max_grad_norm, ranks, batch_tokens);
       ++step;
       loss_sum += result.loss * result.tokens;
       token_sum += result.tokens;
       tokens_done += result.tokens;
       curve.push_back({static_cast<double>(step), result.loss});
-      metrics << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"loss", result.loss}}.dump() << "\n";
+      if (writes) metrics << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"loss", result.loss}}.dump() << "\n";
       const auto now = std::chrono::steady_clock::now();
       if (now - last_log > std::chrono::seconds(5) || step == total_steps) {
         last_log = now;
@@ -153,14 +174,17 @@ SftReport run_sft(const std::vector<std::string>& data, const std::string& model
     report.epoch_loss.push_back(loss_sum / std::max(1.0, token_sum));
     spdlog::info("sft epoch {}/{}: mean loss {:.4f}", epoch + 1, settings.epochs, report.epoch_loss.back());
   }
-  metrics.flush();
   model->eval();
-  agents::save_qwen2(model, out_dir, model_dir);
-  double y_max = 0;
-  for (const auto& point : curve) y_max = std::max(y_max, point.second);
-  std::ofstream(out_dir + "/sft_loss.svg") << svg_line_chart("supervised fine-tuning: loss on the reply tokens", "step",
-                                                             "loss (nats/token)", y_max, {{"loss", curve, 1.5}});
-  spdlog::info("sft: wrote {}", out_dir);
+  if (writes) {
+    if (!metrics.flush()) throw std::runtime_error("write error on " + out_dir + "/sft_metrics.jsonl");
+    agents::save_qwen2(model, out_dir, model_dir);
+    double y_max = 0;
+    for (const auto& point : curve) y_max = std::max(y_max, point.second);
+    std::ofstream(out_dir + "/sft_loss.svg") << svg_line_chart("supervised fine-tuning: loss on the reply tokens", "step",
+                                                               "loss (nats/token)", y_max, {{"loss", curve, 1.5}});
+    spdlog::info("sft: wrote {}", out_dir);
+  }
+  if (ranks) ranks->barrier();  // the model is written before any rank reads it
   return report;
 }
 

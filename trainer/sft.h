@@ -15,6 +15,8 @@
 
 namespace turnrl::trainer {
 
+class ProcessGroup;  // trainer/distributed.h
+
 struct SftSettings {
   int epochs = 2;
   double lr = 1e-3;
@@ -44,7 +46,13 @@ struct SftReport {
 
 /** Fine-tunes the model in `model_dir` on the examples of the `data` files (in order, as one set)
  *  and writes the result, a complete Hugging Face folder, to `out_dir`, with `sft_metrics.jsonl`
- *  (loss per step) and `sft_loss.svg` beside it. */
-SftReport run_sft(const std::vector<std::string>& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings);
+ *  (loss per step) and `sft_loss.svg` beside it.
+ *
+ *  Data-parallel (`ranks`): every rank reads the same files and model and draws the same batches;
+ *  each computes every `size()`-th row of a batch (from its rank on), the gradients are summed over
+ *  the ranks before each step, so every rank takes the step one process takes on the whole batch.
+ *  Rank 0 writes `out_dir`; the call returns on every rank once it is written. */
+SftReport run_sft(const std::vector<std::string>& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings,
+                  ProcessGroup* ranks = nullptr);
 
 }  // namespace turnrl::trainer

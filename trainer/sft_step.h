@@ -10,15 +10,21 @@
 
 namespace turnrl::trainer {
 
+class ProcessGroup;  // trainer/distributed.h
+
 struct SftStepResult {
   double loss = 0.0;    // mean negative log-likelihood of the target tokens, before the step
   double tokens = 0.0;  // target tokens in the batch
 };
 
 /** One AdamW step on the mean negative log-likelihood of `targets` after `prompts` (left-padded with
- *  `pad_id`), gradients clipped to `max_grad_norm`. */
+ *  `pad_id`), gradients clipped to `max_grad_norm`.
+ *
+ *  Data-parallel (`ranks`): `prompts` and `targets` are this rank's rows of a batch of
+ *  `batch_tokens` target tokens in all (none: this rank adds no gradient); the loss and gradients
+ *  are those of the whole batch, and so is the result. */
 SftStepResult sft_step(agents::Qwen2Model& model, torch::optim::Optimizer& optimizer, const std::vector<std::vector<int32_t>>& prompts,
                        const std::vector<std::vector<int32_t>>& targets, int32_t pad_id, const torch::Device& device,
-                       double max_grad_norm);
+                       double max_grad_norm, ProcessGroup* ranks = nullptr, double batch_tokens = 0.0);
 
 }  // namespace turnrl::trainer

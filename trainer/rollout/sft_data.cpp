@@ -92,6 +92,7 @@ class LabellingAgent final : public agents::Agent {
 
 SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, agents::Agent* learner) {
   if (spec.tasks.empty() || spec.episodes <= 0) throw std::invalid_argument("format data: no tasks or no episodes");
+  if (spec.ranks < 1 || spec.rank < 0 || spec.rank >= spec.ranks) throw std::invalid_argument("format data: rank outside [0, ranks)");
   if (!(spec.expert_noise >= 0.0 && spec.expert_noise < 1.0)) throw std::invalid_argument("format data: expert noise must be in [0, 1)");
   if (!(spec.min_progression >= 0.0 && spec.min_progression <= 1.0)) throw std::invalid_argument("format data: min progression must be in [0, 1]");
   if (learner && (spec.policy != "expert" || spec.expert_noise > 0.0)) {
@@ -106,7 +107,7 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
     }
   }
   std::vector<EpisodeJob> jobs;
-  for (int i = 0; i < spec.episodes; ++i) {
+  for (int i = spec.rank; i < spec.episodes; i += spec.ranks) {
     jobs.push_back({spec.tasks[static_cast<size_t>(i) % spec.tasks.size()], spec.first_seed + static_cast<uint64_t>(i), static_cast<size_t>(i)});
   }
   std::ofstream out(path, std::ios::trunc | std::ios::binary);

@@ -39,6 +39,9 @@ struct SftDataSpec {
   double min_progression = 0.0;
   uint64_t first_seed = 0;  // episode i uses first_seed + i: keep it away from evaluation seeds
   int episodes = 0;
+  /** One rank's share of a data-parallel run's episodes: those i with i % ranks == rank, each with
+   *  the task and seed it has in the whole set, so the ranks' files together hold that set. */
+  int rank = 0, ranks = 1;
   /** The model's prompt token counter and limit, so the memory's token budget cuts as in training. */
   memory::TokenCounter token_counter;
   size_t max_prompt_tokens = 0;
@@ -51,7 +54,7 @@ struct SftDataCounts {
   double progression_sum = 0.0; // BALROG progression summed over every episode played
 };
 
-/** Plays the episodes and writes one line per demonstrated turn to `path`. With `learner`, the
+/** Plays the episodes (of this rank's share) and writes one line per demonstrated turn to `path`. With `learner`, the
  *  learner plays and every turn is written with the expert's reply (policy must be expert; no
  *  expert noise; every episode is written, whatever its progression). */
 SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, agents::Agent* learner = nullptr);
