@@ -16,7 +16,7 @@
 #include "agents/llm_agent.h"
 #include "agents/model/continuous_batcher.h"
 #include "agents/model/generation_engine.h"
-#include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "test_util.h"
 
 using namespace turnrl::agents;

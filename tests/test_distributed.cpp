@@ -14,6 +14,7 @@
 
 #include "agents/model/language_model.h"
 #include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "envs/registry.h"
 #include "rank_threads.h"
 #include "test_util.h"
@@ -295,4 +296,40 @@ TEST_CASE("ranks fill their own share of a dynamically sampled batch") {
     CHECK(line.at("sampling_tries").get<int>() <= 3);
     CHECK(line.at("turns").get<size_t>() <= kept * 4 * 6);
   }
+}
+
+TEST_CASE("turnrl sft --nproc 2 fine-tunes as one process does") {
+  const std::string root = turnrl::test::temp_root("turnrl_sft_nproc_test");
+  std::filesystem::remove_all(root);
+  turnrl::agents::write_new_model("tiny", root + "/base", 0, "");
+  {
+    std::ofstream data(root + "/data.jsonl");
+    for (int k = 0; k < 45; ++k) {  // batches of 8: the last one has 5 rows, split 3 and 2
+      const std::string side = k % 3 == 0 ? "left" : "right";
+      data << nlohmann::json{{"messages", {{{"role", "user"}, {"content", "the exit is " + std::to_string(k % 5 + 1) + " steps to the " + side}},
+                                           {{"role", "assistant"}, {"content", "ACTION: go " + side}}}}}
+                  .dump()
+           << "\n";
+    }
+  }
+  const std::string common = "sft --data " + root + "/data.jsonl --model " + root + "/base --epochs 2 --batch-size 8 --lr 3e-3 --threads 1";
+  const auto alone = run_turnrl(common + " --out " + root + "/alone");
+  REQUIRE_MESSAGE(alone.exit_code == 0, alone.output);
+  const auto ranks = run_turnrl(common + " --nproc 2 --out " + root + "/ranks");
+  REQUIRE_MESSAGE(ranks.exit_code == 0, ranks.output);
+  CHECK(ranks.output.find("starting 2 ranks") != std::string::npos);
+  auto losses = [](const std::string& path) {
+    std::vector<double> values;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) values.push_back(nlohmann::json::parse(line).at("loss").get<double>());
+    return values;
+  };
+  const std::vector<double> one = losses(root + "/alone/sft_metrics.jsonl"), two = losses(root + "/ranks/sft_metrics.jsonl");
+  REQUIRE(one.size() == 12u);
+  REQUIRE(two.size() == one.size());
+  for (size_t k = 0; k < one.size(); ++k) CHECK(two[k] == doctest::Approx(one[k]).epsilon(1e-4));
+  CHECK(one.back() < 0.5 * one.front());
+  auto a = turnrl::agents::load_qwen2(root + "/alone", false, torch::kCPU);
+  auto b = turnrl::agents::load_qwen2(root + "/ranks", false, torch::kCPU);
+  CHECK(max_abs_difference(a, b) < 1e-4);
 }

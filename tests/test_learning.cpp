@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/model/language_model.h"
-#include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "agents/model/tokenizer.h"
 #include "agents/expert_agent.h"
 #include "agents/random_agent.h"
@@ -22,6 +22,7 @@
 #include "agents/model/qwen2_model.h"
 #include "trainer/distributed.h"
 #include "trainer/format_stage.h"
+#include "trainer/lr_schedule.h"
 #include "trainer/rollout/episode_runner.h"
 #include "trainer/ppo_trainer.h"
 #include "trainer/rollout/sft_data.h"
@@ -438,6 +439,44 @@ TEST_CASE("two ranks make a format stage with a DAgger round together, each play
   const auto made = std::filesystem::last_write_time(stage + "model.safetensors");
   turnrl::test::run_as_ranks(2, [&](const std::shared_ptr<ProcessGroup>& group) { prepare_initial_model(config, group.get()); });
   CHECK(std::filesystem::last_write_time(stage + "model.safetensors") == made);
+}
+
+TEST_CASE("a cosine schedule takes the supervised rate from lr down to 0 over the run") {
+  CHECK(scheduled_lr("constant", 1e-3, 7, 10) == 1e-3);
+  CHECK(scheduled_lr("cosine", 1e-3, 0, 10) == doctest::Approx(1e-3));
+  CHECK(scheduled_lr("cosine", 1e-3, 5, 10) == doctest::Approx(5e-4));
+  CHECK(scheduled_lr("cosine", 1e-3, 9, 10) < 3e-5);
+  CHECK_THROWS_AS(scheduled_lr("linear", 1e-3, 0, 10), std::invalid_argument);
+  const std::string root = "/tmp/turnrl_sft_schedule_test";
+  std::filesystem::remove_all(root);
+  turnrl::agents::write_new_model("tiny", root + "/base", 0, "");
+  {
+    std::ofstream data(root + "/data.jsonl");
+    for (int k = 0; k < 40; ++k) {
+      data << nlohmann::json{{"messages", {{{"role", "user"}, {"content", "go " + std::to_string(k % 4)}},
+                                           {{"role", "assistant"}, {"content", k % 2 ? "ACTION: go left" : "ACTION: go right"}}}}}
+                  .dump()
+           << "\n";
+    }
+  }
+  SftSettings settings;
+  settings.epochs = 2;
+  settings.batch_size = 8;
+  settings.lr = 2e-3;
+  settings.lr_schedule = "cosine";
+  run_sft({root + "/data.jsonl"}, root + "/base", root + "/tuned", settings);
+  // The optimizer's rate at each step, as the metrics record it.
+  const std::vector<nlohmann::json> steps = read_lines(root + "/tuned/sft_metrics.jsonl");
+  REQUIRE(steps.size() == 10u);
+  CHECK(steps.front().at("lr").get<double>() == doctest::Approx(2e-3));
+  for (size_t k = 1; k < steps.size(); ++k) CHECK(steps[k].at("lr").get<double>() < steps[k - 1].at("lr").get<double>());
+  CHECK(steps.back().at("lr").get<double>() < 1e-4);
+  settings.lr_schedule = "linear";
+  CHECK_THROWS_AS(run_sft({root + "/data.jsonl"}, root + "/base", root + "/bad", settings), std::invalid_argument);
+  const std::string bad = expert_goto_config(root, "  episodes: 20\n  lr_schedule: linear\n");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("schedule_bad.yaml", bad)), doctest::Contains("format.lr_schedule: must be constant or cosine"));
+  const std::string good = expert_goto_config(root, "  episodes: 20\n  lr_schedule: cosine\n");
+  CHECK(TrainConfig::load(write_config("schedule_good.yaml", good)).format.lr_schedule == "cosine");
 }
 
 TEST_CASE("the tiny preset learns replies that depend on action words in the observation") {

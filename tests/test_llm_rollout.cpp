@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "agents/llm_agent.h"
-#include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "envs/registry.h"
 #include "trainer/rollout/rollout.h"
 

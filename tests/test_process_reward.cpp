@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "agents/model/language_model.h"
-#include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "agents/model/qwen2_model.h"
 #include "test_util.h"
 #include "trainer/process_scorer.h"

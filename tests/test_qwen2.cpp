@@ -14,6 +14,7 @@
 #include "agents/model/cpu_kernels.h"
 #include "agents/model/language_model.h"
 #include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "agents/model/qwen2_model.h"
 #include "test_util.h"
 

@@ -16,7 +16,7 @@
 #include "trainer/run_folder.h"
 #include "agents/model/generation.h"
 #include "agents/model/language_model.h"
-#include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "trainer/ppo_trainer.h"
 #include "envs/registry.h"
 #include "agents/model/tokenizer.h"

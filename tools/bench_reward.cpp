@@ -12,7 +12,7 @@
 
 #include "agents/llm_agent.h"
 #include "agents/model/compute_threads.h"
-#include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "envs/registry.h"
 #include "tools/bench.h"
 #include "tools/cli.h"

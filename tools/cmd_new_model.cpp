@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "tools/cli.h"
 #include "tools/command.h"
 

@@ -8,7 +8,10 @@
 #include "agents/model/tokenizer.h"
 #include "tools/cli.h"
 #include "tools/command.h"
+#include "tools/rank_launcher.h"
+#include "trainer/distributed.h"
 #include "trainer/format_stage.h"
+#include "trainer/lr_schedule.h"
 #include "trainer/rollout/config_reader.h"
 #include "trainer/rollout/sft_data.h"
 #include "trainer/sft.h"
@@ -31,25 +34,34 @@ CLI::Validator half_open_unit_interval_option() {
 
 int run_sft(int argc, char** argv) {
   CLI::App app{"Supervised fine-tuning on chat transcripts (JSON Lines of {\"messages\": [...]}), loss on the assistant\n"
-               "messages only (but those with \"weight\": 0, past turns); writes a Hugging Face folder with sft_metrics.jsonl and sft_loss.svg beside it.",
+               "messages only (but those with \"weight\": 0, past turns); writes a Hugging Face folder with sft_metrics.jsonl and sft_loss.svg beside it.\n"
+               "Data-parallel: --nproc N runs N ranks here (for a small model, one thread each: --threads 1), each\n"
+               "computing every N-th row of each batch; --rank/--world-size/--master joins a run across machines.",
                "turnrl sft"};
   std::vector<std::string> data;
   std::string model, out;
   trainer::SftSettings settings;
   int threads = 2;
+  RankOptions rank_options;
   app.add_option("--data", data, "chat transcripts, one JSON object per line (several files: their examples as one set)")
       ->required()->check(CLI::ExistingFile);
   app.add_option("--model", model, "the model folder to start from")->required()->check(CLI::ExistingDirectory);
   app.add_option("--out", out, "output model folder (not --model)")->required();
   app.add_option("--epochs", settings.epochs, "passes over the data")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--lr", settings.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr-schedule", settings.lr_schedule, "constant, or cosine: from --lr down to 0 over the run")
+      ->capture_default_str()->check(CLI::IsMember(trainer::lr_schedules()));
   app.add_option("--batch-size", settings.batch_size, "examples per step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--seed", settings.seed, "shuffle seed")->capture_default_str();
   app.add_option("--device", settings.device, "cpu or cuda")->capture_default_str();
-  app.add_option("--threads", threads, "compute threads")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "compute threads (of each rank)")->capture_default_str()->check(CLI::PositiveNumber);
+  rank_options.add_to(app);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  if (const std::optional<int> code = rank_options.launch(argc, argv)) return *code;
+  const std::shared_ptr<trainer::ProcessGroup> ranks = rank_options.join();
   agents::set_compute_threads(threads);
-  const trainer::SftReport report = trainer::run_sft(data, model, out, settings);
+  const trainer::SftReport report = trainer::run_sft(data, model, out, settings, ranks.get());
+  if (ranks && ranks->rank() > 0) return 0;
   std::printf("%zu examples, %zu target tokens; loss per epoch:", report.examples, report.target_tokens);
   for (double loss : report.epoch_loss) std::printf(" %.4f", loss);
   std::printf("\nwrote %s\n", out.c_str());

@@ -43,50 +43,23 @@ int run_train(int argc, char** argv) {
                "Data-parallel: --nproc N runs N ranks here; --rank/--world-size/--master joins a run across\n"
                "machines. Each rank collects env.n_env slots of its own, rank 0 writes the run folder.",
                "turnrl train"};
-  std::string config_path, resume, out, master;
-  int iterations = 0, nproc = 1, rank = -1, world_size = 0;
+  std::string config_path, resume, out;
+  int iterations = 0;
   double minutes = -1;
+  RankOptions rank_options;
   app.add_option("--config", config_path, "YAML config")->required()->check(CLI::ExistingFile);
   app.add_option("--resume", resume, "continue a run (RUN or RUN/checkpoint)")->check(CLI::ExistingDirectory);
   app.add_option("--out", out, "override run.out");
   app.add_option("--iterations", iterations, "override run.iterations")->check(CLI::PositiveNumber);
   app.add_option("--minutes", minutes, "override run.minutes (0 = no limit)")->check(CLI::NonNegativeNumber);
-  auto* nproc_option = app.add_option("--nproc", nproc, "ranks to run on this machine (over loopback)")->check(CLI::Range(1, 256));
-  auto* rank_option = app.add_option("--rank", rank, "this process's rank in a multi-machine run (0 hosts the store)")
-                          ->check(CLI::NonNegativeNumber)->excludes(nproc_option);
-  auto* world_option = app.add_option("--world-size", world_size, "ranks in the run")->check(CLI::PositiveNumber)->excludes(nproc_option);
-  auto* master_option = app.add_option("--master", master, "HOST:PORT where rank 0 hosts the store")->excludes(nproc_option);
-  rank_option->needs(world_option, master_option);
-  world_option->needs(rank_option, master_option);
-  master_option->needs(rank_option, world_option);
+  rank_options.add_to(app);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
   trainer::TrainConfig config = trainer::TrainConfig::load(config_path);
-  if (nproc > 1) {
-    std::vector<std::string> arguments(argv, argv + argc);  // argv[0]: "train"
-    for (size_t i = 0; i < arguments.size(); ++i) {
-      if (arguments[i] == "--nproc") {
-        arguments.erase(arguments.begin() + static_cast<long>(i), arguments.begin() + static_cast<long>(i) + 2);
-        break;
-      }
-      if (arguments[i].starts_with("--nproc=")) {
-        arguments.erase(arguments.begin() + static_cast<long>(i));
-        break;
-      }
-    }
-    return run_ranks(nproc, arguments);
-  }
+  if (const std::optional<int> code = rank_options.launch(argc, argv)) return *code;
   if (!out.empty()) config.run.out = out;
   if (iterations > 0) config.run.iterations = iterations;
   if (minutes >= 0) config.run.minutes = minutes;
-  std::shared_ptr<trainer::ProcessGroup> ranks;
-  if (world_size > 1) {
-    // Every line names its rank; only rank 0 reports progress.
-    spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%^%l%$] %v");
-    if (rank > 0) spdlog::set_level(spdlog::level::warn);
-    ranks = std::make_shared<trainer::ProcessGroup>(trainer::ProcessGroupOptions{rank, world_size, master});
-  } else if (rank > 0) {
-    throw std::invalid_argument("--rank " + std::to_string(rank) + " is not below --world-size " + std::to_string(world_size));
-  }
+  const std::shared_ptr<trainer::ProcessGroup> ranks = rank_options.join();
   trainer::PpoTrainer trainer(config, resume, ranks);
   std::signal(SIGINT, request_training_stop);
   std::signal(SIGTERM, request_training_stop);

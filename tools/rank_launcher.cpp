@@ -124,4 +124,41 @@ int run_ranks(int nproc, const std::vector<std::string>& arguments) {
   return failures == 0 ? 0 : kExitFailure;
 }
 
+void RankOptions::add_to(CLI::App& app) {
+  auto* nproc_option = app.add_option("--nproc", nproc, "ranks to run on this machine (over loopback)")->check(CLI::Range(1, kMaxRanks));
+  auto* rank_option = app.add_option("--rank", rank, "this process's rank in a multi-machine run (0 hosts the store)")
+                          ->check(CLI::NonNegativeNumber)->excludes(nproc_option);
+  auto* world_option = app.add_option("--world-size", world_size, "ranks in the run")->check(CLI::PositiveNumber)->excludes(nproc_option);
+  auto* master_option = app.add_option("--master", master, "HOST:PORT where rank 0 hosts the store")->excludes(nproc_option);
+  rank_option->needs(world_option, master_option);
+  world_option->needs(rank_option, master_option);
+  master_option->needs(rank_option, world_option);
+}
+
+std::optional<int> RankOptions::launch(int argc, char** argv) const {
+  if (nproc <= 1) return std::nullopt;
+  std::vector<std::string> arguments(argv, argv + argc);  // argv[0]: the command's name
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i] == "--nproc") {
+      arguments.erase(arguments.begin() + static_cast<long>(i), arguments.begin() + static_cast<long>(i) + 2);
+      break;
+    }
+    if (arguments[i].starts_with("--nproc=")) {
+      arguments.erase(arguments.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  return run_ranks(nproc, arguments);
+}
+
+std::shared_ptr<trainer::ProcessGroup> RankOptions::join() const {
+  if (world_size <= 1) {
+    if (rank > 0) throw std::invalid_argument("--rank " + std::to_string(rank) + " is not below --world-size " + std::to_string(world_size));
+    return nullptr;
+  }
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%^%l%$] %v");
+  if (rank > 0) spdlog::set_level(spdlog::level::warn);
+  return std::make_shared<trainer::ProcessGroup>(trainer::ProcessGroupOptions{rank, world_size, master});
+}
+
 }  // namespace turnrl::tools

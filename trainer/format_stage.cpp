@@ -8,7 +8,7 @@
 
 #include "agents/model/language_model.h"
 #include "agents/model/model_config.h"
-#include "agents/model/model_presets.h"
+#include "agents/model/new_model.h"
 #include "agents/model/tokenizer.h"
 #include "trainer/distributed.h"
 #include "trainer/policy_agent.h"
@@ -121,6 +121,7 @@ void make_format_model(const TrainConfig& c, const StageRanks& ranks) {
   SftSettings settings;
   settings.epochs = f.epochs;
   settings.lr = f.lr;
+  settings.lr_schedule = f.lr_schedule;
   settings.batch_size = f.batch_size;
   settings.seed = c.run.seed;
   settings.device = c.model.device;

@@ -16,6 +16,7 @@
 #include "agents/model/generation.h"
 #include "agents/model/qwen2_model.h"
 #include "trainer/distributed.h"
+#include "trainer/lr_schedule.h"
 #include "trainer/ppo_update.h"
 #include "trainer/sft_step.h"
 #include "trainer/svg_chart.h"
@@ -107,6 +108,7 @@ SftReport run_sft(const std::vector<std::string>& data, const std::string& model
   if (settings.epochs <= 0 || settings.batch_size <= 0 || settings.lr <= 0) {
     throw std::invalid_argument("sft: epochs, batch size and learning rate must be > 0");
   }
+  scheduled_lr(settings.lr_schedule, settings.lr, 0, 1);  // an unknown schedule fails before any work
   if (std::filesystem::weakly_canonical(out_dir) == std::filesystem::weakly_canonical(model_dir)) {
     throw std::invalid_argument("sft: --out must be another folder than --model (" + out_dir + ")");
   }
@@ -155,6 +157,10 @@ SftReport run_sft(const std::vector<std::string>& data, const std::string& model
         prompts.push_back(example.prompt);
         targets.push_back(example.target);
       }
+      for (auto& group : optimizer.param_groups()) {
+        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(scheduled_lr(settings.lr_schedule, settings.lr, step, total_steps));
+      }
+      const double lr = static_cast<torch::optim::AdamWOptions&>(optimizer.param_groups().front().options()).lr();
       const SftStepResult result =
           sft_step(model, optimizer, prompts, targets, tokenizer.pad_id(), device, settings.max_grad_norm, ranks, batch_tokens);
       ++step;
@@ -162,7 +168,7 @@ SftReport run_sft(const std::vector<std::string>& data, const std::string& model
       token_sum += result.tokens;
       tokens_done += result.tokens;
       curve.push_back({static_cast<double>(step), result.loss});
-      if (writes) metrics << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"loss", result.loss}}.dump() << "\n";
+      if (writes) metrics << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"loss", result.loss}, {"lr", lr}}.dump() << "\n";
       const auto now = std::chrono::steady_clock::now();
       if (now - last_log > std::chrono::seconds(5) || step == total_steps) {
         last_log = now;

@@ -20,6 +20,9 @@ class ProcessGroup;  // trainer/distributed.h
 struct SftSettings {
   int epochs = 2;
   double lr = 1e-3;
+  /** "constant", or "cosine": from `lr` down to 0 over the run's steps, so the model a run ends
+   *  with is not one noisy step of a high rate. */
+  std::string lr_schedule = "constant";
   int batch_size = 32;
   double max_grad_norm = 1.0;
   uint64_t seed = 0;  // shuffle order
@@ -46,7 +49,7 @@ struct SftReport {
 
 /** Fine-tunes the model in `model_dir` on the examples of the `data` files (in order, as one set)
  *  and writes the result, a complete Hugging Face folder, to `out_dir`, with `sft_metrics.jsonl`
- *  (loss per step) and `sft_loss.svg` beside it.
+ *  (loss and learning rate per step) and `sft_loss.svg` beside it.
  *
  *  Data-parallel (`ranks`): every rank reads the same files and model and draws the same batches;
  *  each computes every `size()`-th row of a batch (from its rank on), the gradients are summed over

@@ -6,8 +6,10 @@
 #include <spdlog/fmt/fmt.h>
 #include <yaml-cpp/yaml.h>
 
+#include "agents/model/model_presets.h"
 #include "envs/registry.h"
 #include "trainer/advantages.h"
+#include "trainer/lr_schedule.h"
 #include "trainer/rollout/worker_pool.h"
 
 namespace turnrl::trainer {
@@ -69,7 +71,10 @@ TrainConfig TrainConfig::load(const std::string& path) {
 
   ConfigSection model = root.section("model");
   model.read("path", c.model.path);
-  model.read("preset", c.model.preset, one_of({"", "tiny", "tiny-deep", "tiny-wide", "qwen2.5-0.5b"}), "must be tiny, tiny-deep, tiny-wide or qwen2.5-0.5b");
+  std::vector<std::string> presets = agents::preset_names();
+  const std::string presets_message = "must be " + list_names(presets);
+  presets.push_back("");  // none: model.path must hold a model
+  model.read("preset", c.model.preset, one_of(presets), presets_message);
   model.read("device", c.model.device);
   model.read("threads", c.model.threads, positive<int>(), "must be > 0");
   model.finish();
@@ -87,6 +92,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.read_string_list("tasks", c.format.tasks);
   format.read("epochs", c.format.epochs, positive<int>(), "must be > 0");
   format.read("lr", c.format.lr, positive<double>(), "must be > 0");
+  format.read("lr_schedule", c.format.lr_schedule, one_of(lr_schedules()), "must be " + list_names(lr_schedules()));
   format.read("batch_size", c.format.batch_size, positive<int>(), "must be > 0");
   format.read("dagger_rounds", c.format.dagger_rounds, non_negative<int>(), "must be >= 0");
   format.read("dagger_episodes", c.format.dagger_episodes, non_negative<int>(), "must be >= 0");
@@ -236,6 +242,7 @@ std::string TrainConfig::to_yaml() const {
         << "min_progression" << YAML::Value << format.min_progression << YAML::Key << "episodes"
         << YAML::Value << format.episodes
         << YAML::Key << "epochs" << YAML::Value << format.epochs << YAML::Key << "lr" << YAML::Value << format.lr << YAML::Key
+        << "lr_schedule" << YAML::Value << format.lr_schedule << YAML::Key
         << "batch_size" << YAML::Value << format.batch_size << YAML::Key << "dagger_rounds" << YAML::Value << format.dagger_rounds
         << YAML::Key << "dagger_episodes" << YAML::Value << format.dagger_episodes << YAML::Key << "dagger_epochs" << YAML::Value
         << format.dagger_epochs;

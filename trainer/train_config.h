@@ -48,6 +48,8 @@ struct TrainConfig {
     std::vector<std::string> tasks;
     int epochs = 2;
     double lr = 1e-3;
+    /** "constant" or "cosine" (trainer/lr_schedule.h), in each of the stage's fine-tunings. */
+    std::string lr_schedule = "constant";
     int batch_size = 32;
     /** DAgger after the demonstrations (policy expert): each round the stage's model plays
      *  `dagger_episodes` episodes, sampled as in training, the expert labels every state it

@@ -1,14 +1,10 @@
 #include "agents/model/model_presets.h"
 
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
-#include "agents/model/qwen2_model.h"
-#include "agents/model/tokenizer.h"
 #include "envs/registry.h"
 
 namespace turnrl::agents {
@@ -78,30 +74,18 @@ ModelConfig qwen25_half_billion() {
   return config;
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out.flush()) throw std::runtime_error(path + ": write failed");
-}
-
-/** A named model shape. `word_level`: new models get the tiny word-level tokenizer, whose words
- *  the shape's vocab_size counts; the others need a tokenizer to copy. */
-struct Preset {
-  std::string name;
-  ModelConfig (*config)();
-  bool word_level;
-};
-
-const std::vector<Preset>& presets() {
-  static const std::vector<Preset> table = {{"tiny", tiny_config, true},
+const std::vector<ModelPreset>& presets() {
+  static const std::vector<ModelPreset> table = {{"tiny", tiny_config, true},
                                             {"tiny-deep", tiny_deep_config, true},
                                             {"tiny-wide", tiny_wide_config, true},
                                             {"qwen2.5-0.5b", qwen25_half_billion, false}};
   return table;
 }
 
-const Preset& find_preset(const std::string& name) {
-  for (const Preset& preset : presets()) {
+}  // namespace
+
+const ModelPreset& find_preset(const std::string& name) {
+  for (const ModelPreset& preset : presets()) {
     if (preset.name == name) return preset;
   }
   std::string known;
@@ -109,12 +93,10 @@ const Preset& find_preset(const std::string& name) {
   throw std::invalid_argument("unknown model preset '" + name + "' (" + known + ")");
 }
 
-}  // namespace
-
 const std::vector<std::string>& preset_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (const Preset& preset : presets()) out.push_back(preset.name);
+    for (const ModelPreset& preset : presets()) out.push_back(preset.name);
     return out;
   }();
   return names;
@@ -140,27 +122,6 @@ std::string tiny_tokenizer_json() {
   root["pre_tokenizer"] = {{"type", "Whitespace"}};
   root["model"] = {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}};
   return root.dump(1);
-}
-
-void write_new_model(const std::string& preset, const std::string& dir, uint64_t seed, const std::string& tokenizer_dir) {
-  const Preset& shape = find_preset(preset);
-  const ModelConfig config = shape.config();
-  std::filesystem::create_directories(dir);
-  torch::manual_seed(seed);
-  Qwen2Model model(config, false);
-  save_qwen2(model, dir);
-  if (!tokenizer_dir.empty()) {
-    copy_tokenizer_files(tokenizer_dir, dir);
-  } else if (shape.word_level) {
-    write_text(dir + "/tokenizer.json", tiny_tokenizer_json());
-    write_text(dir + "/tokenizer_config.json",
-               nlohmann::json{{"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"}, {"bos_token", nullptr}}.dump(2));
-  } else {
-    throw std::invalid_argument("preset '" + preset + "' needs --tokenizer DIR to copy a tokenizer from");
-  }
-  const Tokenizer tokenizer = Tokenizer::load(dir);
-  write_text(dir + "/generation_config.json",
-             nlohmann::json{{"eos_token_id", tokenizer.stop_ids()}, {"pad_token_id", tokenizer.pad_id()}}.dump(2));
 }
 
 }  // namespace turnrl::agents
