@@ -353,33 +353,27 @@ TEST_CASE("two ranks play their shares of the format data and fine-tune as one p
   const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
   SftDataSpec spec = format_data_spec(config, config.model.path, tokenizer);
   write_sft_data(spec, root + "/all.jsonl");
-  auto lines_of = [](const std::string& path) {
-    std::vector<std::string> lines;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-  };
-  std::multiset<std::string> alone, shared;
-  for (const std::string& line : lines_of(root + "/all.jsonl")) alone.insert(line);
+  const std::vector<nlohmann::json> lines = read_lines(root + "/all.jsonl");
+  const std::multiset<nlohmann::json> alone(lines.begin(), lines.end());
+  std::multiset<nlohmann::json> shared;
   spec.ranks = 2;
   for (spec.rank = 0; spec.rank < 2; ++spec.rank) {
     const std::string share = root + "/share" + std::to_string(spec.rank) + ".jsonl";
     write_sft_data(spec, share);
-    const std::vector<std::string> lines = lines_of(share);
-    CHECK(!lines.empty());
-    CHECK(lines.size() < alone.size());
-    shared.insert(lines.begin(), lines.end());
+    const std::vector<nlohmann::json> share_lines = read_lines(share);
+    CHECK(!share_lines.empty());
+    CHECK(share_lines.size() < alone.size());
+    shared.insert(share_lines.begin(), share_lines.end());
   }
   CHECK(shared == alone);
   spec.rank = 2;
   CHECK_THROWS_AS(write_sft_data(spec, root + "/bad.jsonl"), std::invalid_argument);
 
   // 7k + 1 examples in batches of 7: the last batch has one row, and rank 1 none of it.
-  const std::vector<std::string> lines = lines_of(root + "/all.jsonl");
   REQUIRE(lines.size() >= 50u);
   {
     std::ofstream data(root + "/data.jsonl");
-    for (size_t k = 0; k < (lines.size() - 1) / 7 * 7 + 1; ++k) data << lines[k] << "\n";
+    for (size_t k = 0; k < (lines.size() - 1) / 7 * 7 + 1; ++k) data << lines[k].dump() << "\n";
   }
   SftSettings settings;
   settings.epochs = 2;
