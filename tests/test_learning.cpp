@@ -317,7 +317,8 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
   const std::string root = "/tmp/turnrl_dagger_stage_test";
   std::filesystem::remove_all(root);
   const std::string yaml =
-      expert_goto_config(root, "  policy: expert\n  episodes: 20\n  dagger_rounds: 2\n  dagger_episodes: 3\n  dagger_epochs: 2\n");
+      expert_goto_config(root, "  policy: expert\n  episodes: 20\n  dagger_rounds: 2\n  dagger_episodes: 3\n  dagger_epochs: 2\n"
+                               "  final_lr_schedule: cosine\n");
   const TrainConfig config = TrainConfig::load(write_config("dagger_stage.yaml", yaml));
   REQUIRE(config.format.dagger_rounds == 2);
   REQUIRE(config.format.dagger_epochs != config.format.epochs);
@@ -339,8 +340,15 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
     const std::string metrics = round == 2 ? "sft_metrics.jsonl" : "round1_sft_metrics.jsonl";
     INFO("round " << round << ": " << labels << " labels, " << aggregate << " examples");
     CHECK(labels >= 3u);
-    CHECK(read_lines(root + "/format/" + metrics).size() == static_cast<size_t>(config.format.dagger_epochs) * ((aggregate + 31) / 32));
+    const std::vector<nlohmann::json> steps = read_lines(root + "/format/" + metrics);
+    CHECK(steps.size() == static_cast<size_t>(config.format.dagger_epochs) * ((aggregate + 31) / 32));
+    // `final_lr_schedule: cosine` anneals the last round's pass alone; the others keep `lr`.
+    REQUIRE(steps.size() >= 2u);
+    CHECK(steps.front().at("lr").get<double>() == doctest::Approx(config.format.lr));
+    if (round == 2) CHECK(steps.back().at("lr").get<double>() < 0.5 * config.format.lr);
+    else CHECK(steps.back().at("lr").get<double>() == doctest::Approx(config.format.lr));
   }
+  for (const nlohmann::json& step : read_lines(root + "/format/round0_sft_metrics.jsonl")) CHECK(step.at("lr").get<double>() == doctest::Approx(config.format.lr));
   CHECK_FALSE(std::filesystem::exists(root + "/format/aggregate.jsonl"));
   CHECK(turnrl::agents::LanguageModel::load(root + "/format") != nullptr);
 }
@@ -471,6 +479,9 @@ TEST_CASE("a cosine schedule takes the supervised rate from lr down to 0 over th
   CHECK_THROWS_WITH(TrainConfig::load(write_config("schedule_bad.yaml", bad)), doctest::Contains("format.lr_schedule: must be constant or cosine"));
   const std::string good = expert_goto_config(root, "  episodes: 20\n  lr_schedule: cosine\n");
   CHECK(TrainConfig::load(write_config("schedule_good.yaml", good)).format.lr_schedule == "cosine");
+  const std::string bad_final = expert_goto_config(root, "  episodes: 20\n  final_lr_schedule: step\n");
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("final_schedule_bad.yaml", bad_final)),
+                    doctest::Contains("format.final_lr_schedule: must be constant or cosine"));
 }
 
 TEST_CASE("the tiny preset learns replies that depend on action words in the observation") {

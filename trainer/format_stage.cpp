@@ -121,13 +121,17 @@ void make_format_model(const TrainConfig& c, const StageRanks& ranks) {
   SftSettings settings;
   settings.epochs = f.epochs;
   settings.lr = f.lr;
-  settings.lr_schedule = f.lr_schedule;
   settings.batch_size = f.batch_size;
   settings.seed = c.run.seed;
   settings.device = c.model.device;
+  const auto schedule = [&f](bool last) { return last && !f.final_lr_schedule.empty() ? f.final_lr_schedule : f.lr_schedule; };
+  settings.lr_schedule = schedule(f.dagger_rounds == 0);
   run_sft(ranks.data_files(temp, "sft_data"), c.model.path, temp, settings, ranks.group);
   settings.epochs = f.dagger_epochs;
-  for (int round = 1; round <= f.dagger_rounds; ++round) run_dagger_round(c, data, round, temp, settings, ranks);
+  for (int round = 1; round <= f.dagger_rounds; ++round) {
+    settings.lr_schedule = schedule(round == f.dagger_rounds);
+    run_dagger_round(c, data, round, temp, settings, ranks);
+  }
   if (ranks.leads()) {
     std::filesystem::remove_all(f.model);
     std::filesystem::rename(temp, f.model);

@@ -93,6 +93,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.read("epochs", c.format.epochs, positive<int>(), "must be > 0");
   format.read("lr", c.format.lr, positive<double>(), "must be > 0");
   format.read("lr_schedule", c.format.lr_schedule, one_of(lr_schedules()), "must be " + list_names(lr_schedules()));
+  format.read("final_lr_schedule", c.format.final_lr_schedule, one_of(lr_schedules()), "must be " + list_names(lr_schedules()));
   format.read("batch_size", c.format.batch_size, positive<int>(), "must be > 0");
   format.read("dagger_rounds", c.format.dagger_rounds, non_negative<int>(), "must be >= 0");
   format.read("dagger_episodes", c.format.dagger_episodes, non_negative<int>(), "must be >= 0");
@@ -246,6 +247,7 @@ std::string TrainConfig::to_yaml() const {
         << "batch_size" << YAML::Value << format.batch_size << YAML::Key << "dagger_rounds" << YAML::Value << format.dagger_rounds
         << YAML::Key << "dagger_episodes" << YAML::Value << format.dagger_episodes << YAML::Key << "dagger_epochs" << YAML::Value
         << format.dagger_epochs;
+    if (!format.final_lr_schedule.empty()) out << YAML::Key << "final_lr_schedule" << YAML::Value << format.final_lr_schedule;
     if (!format.tasks.empty()) out << YAML::Key << "tasks" << YAML::Value << YAML::Flow << format.tasks;
     out << YAML::EndMap;
   }

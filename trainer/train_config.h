@@ -50,6 +50,10 @@ struct TrainConfig {
     double lr = 1e-3;
     /** "constant" or "cosine" (trainer/lr_schedule.h), in each of the stage's fine-tunings. */
     std::string lr_schedule = "constant";
+    /** The schedule of the stage's last fine-tuning (the last DAgger round's pass, or the
+     *  demonstrations' epochs without rounds); empty: `lr_schedule`. Annealing only the last pass
+     *  keeps the rounds' models exploring at the full rate (docs/results). */
+    std::string final_lr_schedule;
     int batch_size = 32;
     /** DAgger after the demonstrations (policy expert): each round the stage's model plays
      *  `dagger_episodes` episodes, sampled as in training, the expert labels every state it
