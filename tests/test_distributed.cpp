@@ -200,6 +200,51 @@ TEST_CASE("two ranks take the update one process takes on their combined batch")
   }
 }
 
+TEST_CASE("the anchor term reads the reference kept from scoring: the same update as recomputing it per mini-batch") {
+  const std::string root = "/tmp/turnrl_kept_reference_test";
+  std::filesystem::remove_all(root);
+  const std::string model = untied_tiny_model(root);
+  TrainConfig c = learner_config(model, "gae");
+  c.ppo.anchor_kl_coef = 0.5;
+  c.ppo.epochs = 3;
+  c.sampling.action_tokens_only = false;  // the whole vocabulary, as free-form replies have it
+  c.sampling.max_response_tokens = 4;
+  const auto sampler = make_policy_agent(turnrl::agents::LanguageModel::load(model), c, false, c.run.seed);
+  RolloutBatch batch = collect(c, *sampler, 0, kSlotsPerRank);
+  give_rewards(batch);
+  // Replies of 1 to 4 tokens, so a mini-batch right-aligns rows of different lengths.
+  std::set<size_t> lengths;
+  for (size_t i = 0; i < batch.turns.size(); ++i) {
+    std::vector<int32_t>& reply = batch.turns[i].response_ids;
+    reply.resize(std::min(reply.size(), 1 + i % 4));
+    lengths.insert(reply.size());
+  }
+  REQUIRE(lengths.size() > 2);
+  // The reference must differ from the actor for the term to have a gradient: one update first.
+  LearnerState kept = make_learner(c), recomputed = make_learner(c);
+  for (LearnerState* l : {&kept, &recomputed}) update_alone(*l, batch);
+  const TrainingTargets targets = compute_targets(kept, batch, assign_token_rewards(*kept.reward_manager, batch));
+  REQUIRE(targets.reference_log_distributions.size() == batch.turns.size());
+  for (size_t i = 0; i < batch.turns.size(); ++i) {
+    CHECK(targets.reference_log_distributions[i].size(0) == static_cast<int64_t>(batch.turns[i].response_ids.size()));
+  }
+  TrainingTargets without = compute_targets(recomputed, batch, assign_token_rewards(*recomputed.reward_manager, batch));
+  without.reference_log_distributions.clear();
+  const nlohmann::json from_kept = ppo_update(kept, batch, targets, true, std::numeric_limits<size_t>::max());
+  const nlohmann::json from_model = ppo_update(recomputed, batch, without, true, std::numeric_limits<size_t>::max());
+  CHECK(from_kept.at("anchor_kl").get<double>() > 1e-6);
+  CHECK(from_kept.at("anchor_kl").get<double>() == doctest::Approx(from_model.at("anchor_kl").get<double>()).epsilon(1e-4));
+  CHECK(max_abs_difference(kept.actor, recomputed.actor) <= 1e-6);
+  // The control: the same update without the anchor term lands elsewhere, and keeps nothing.
+  c.ppo.anchor_kl_coef = 0.0;
+  LearnerState plain = make_learner(c);
+  update_alone(plain, batch);
+  const TrainingTargets plain_targets = compute_targets(plain, batch, assign_token_rewards(*plain.reward_manager, batch));
+  CHECK(plain_targets.reference_log_distributions.empty());
+  ppo_update(plain, batch, plain_targets, true, std::numeric_limits<size_t>::max());
+  CHECK(max_abs_difference(plain.actor, kept.actor) > 1e-4);
+}
+
 namespace {
 
 std::string write_config(const std::string& root, const std::string& text) {

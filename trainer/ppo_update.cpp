@@ -1,6 +1,7 @@
 #include "trainer/ppo_update.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -123,6 +124,18 @@ std::vector<MiniBatch> plan_minibatches(LearnerState& learner, const RolloutBatc
   return plan;
 }
 
+/** The kept reference log-distributions of `rows`, right-aligned to [B, R, V] like the mini-batch's
+ *  response positions; the padding positions -inf, which the anchor term weighs 0. */
+torch::Tensor kept_reference(const std::vector<torch::Tensor>& kept, const std::vector<size_t>& rows, int64_t r) {
+  const torch::Tensor& first = kept[rows.front()];
+  torch::Tensor out = torch::full({static_cast<int64_t>(rows.size()), r, first.size(-1)}, -INFINITY, first.options());
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const torch::Tensor& row = kept[rows[b]];
+    out[static_cast<int64_t>(b)].narrow(0, r - row.size(0), row.size(0)).copy_(row);
+  }
+  return out;
+}
+
 torch::Tensor count_tensor(double count, const torch::Device& device) {
   return torch::scalar_tensor(count, torch::TensorOptions().dtype(torch::kFloat32).device(device));
 }
@@ -205,7 +218,9 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
         loss = pl.loss - ppo.entropy_coef * entropy_mean;
         if (ppo.anchor_kl_coef > 0) {
           torch::Tensor reference_log_distributions;
-          {
+          if (!targets.reference_log_distributions.empty()) {
+            reference_log_distributions = kept_reference(targets.reference_log_distributions, minibatch.rows, r);
+          } else {
             torch::NoGradGuard no_grad;
             reference_log_distributions = agents::response_log_distributions(learner.reference, *mb, learner.allowed_tokens);
           }

@@ -26,6 +26,11 @@ void score_turns(LearnerState& learner, const RolloutBatch& batch, TrainingTarge
   t.old_logprobs.resize(n);
   t.old_values.resize(n);
   ref_logprobs.resize(n);
+  size_t response_tokens = 0;
+  for (const TurnRecord& turn : batch.turns) response_tokens += turn.response_ids.size();
+  const bool keep_reference = learner.config.ppo.anchor_kl_coef > 0 &&
+                              response_tokens * static_cast<size_t>(learner.reference->config().vocab_size) * sizeof(float) <= kMaxKeptReferenceBytes;
+  if (keep_reference) t.reference_log_distributions.resize(n);
   for (size_t start = 0; start < n; start += kScoringChunk) {
     const size_t end = std::min(n, start + static_cast<size_t>(kScoringChunk));
     std::vector<std::vector<int32_t>> prompts, responses;
@@ -35,13 +40,17 @@ void score_turns(LearnerState& learner, const RolloutBatch& batch, TrainingTarge
     }
     const agents::ResponseBatch chunk = agents::make_response_batch(prompts, responses, learner.pad_id, learner.device);
     const torch::Tensor old_lp = agents::response_logprobs(learner.actor, chunk, learner.allowed_tokens).to(torch::kCPU);
-    const torch::Tensor ref_lp = agents::response_logprobs(learner.reference, chunk, learner.allowed_tokens).to(torch::kCPU);
+    const torch::Tensor ref_distributions = agents::response_log_distributions(learner.reference, chunk, learner.allowed_tokens);
+    const torch::Tensor ref_lp = agents::response_token_logprobs(ref_distributions, chunk).to(torch::kCPU);
     const torch::Tensor values = learner.uses_critic() ? agents::response_values(learner.critic, chunk).to(torch::kCPU) : torch::Tensor();
     for (size_t i = start; i < end; ++i) {
       const int64_t b = static_cast<int64_t>(i - start);
       const size_t length = batch.turns[i].response_ids.size();
       t.old_logprobs[i] = row_tail(old_lp, b, length);
       ref_logprobs[i] = row_tail(ref_lp, b, length);
+      if (keep_reference) {
+        t.reference_log_distributions[i] = ref_distributions[b].narrow(0, chunk.response_width - static_cast<int64_t>(length), static_cast<int64_t>(length)).clone();
+      }
       if (learner.uses_critic()) t.old_values[i] = row_tail(values, b, length + 1);
     }
   }

@@ -2,6 +2,7 @@
 // Rewards and training targets of one collection: old and reference log-probs, KL-in-reward
 // (split into reasoning and action tokens at the positions the rollout recorded), then advantages
 // and returns from dual-discount GAE with the critic, or from a critic-free estimator.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -20,7 +21,15 @@ struct TrainingTargets {
   double kl_reasoning = 0.0, kl_action = 0.0;    // mean k1 KL of reasoning / action tokens
   int64_t reasoning_tokens = 0, action_tokens = 0;  // the tokens of those means
   double mean_value = 0.0;
+  /** The reference's log-distributions [L, V] at each turn's response positions, for the anchor
+   *  term (ppo.anchor_kl_coef): kept from scoring, so the update's epochs need no forward of the
+   *  reference, when all of them fit in kMaxKeptReferenceBytes; otherwise empty, and the update
+   *  recomputes them per mini-batch. */
+  std::vector<torch::Tensor> reference_log_distributions;
 };
+/** 256 MiB: the tiny presets' 482-token vocabulary keeps a rank's whole collection (about 20 MB for
+ *  640 turns of 16 tokens); Qwen's 151,936 keeps only a few hundred response tokens. */
+constexpr size_t kMaxKeptReferenceBytes = size_t{256} << 20;
 
 /** A slot's consecutive turns of one episode in a collection: the samples of the critic-free
  *  estimators, grouped by start state (the task of the turns' run slot and the episode seed). */
