@@ -28,8 +28,8 @@ void score_turns(LearnerState& learner, const RolloutBatch& batch, TrainingTarge
   ref_logprobs.resize(n);
   size_t response_tokens = 0;
   for (const TurnRecord& turn : batch.turns) response_tokens += turn.response_ids.size();
-  const bool keep_reference = learner.config.ppo.anchor_kl_coef > 0 &&
-                              response_tokens * static_cast<size_t>(learner.reference->config().vocab_size) * sizeof(float) <= kMaxKeptReferenceBytes;
+  const size_t reference_bytes = response_tokens * static_cast<size_t>(learner.reference->config().vocab_size) * sizeof(float);
+  const bool keep_reference = learner.config.ppo.anchor_kl_coef > 0 && reference_bytes <= kMaxKeptReferenceBytes;
   if (keep_reference) t.reference_log_distributions.resize(n);
   for (size_t start = 0; start < n; start += kScoringChunk) {
     const size_t end = std::min(n, start + static_cast<size_t>(kScoringChunk));
@@ -49,7 +49,8 @@ void score_turns(LearnerState& learner, const RolloutBatch& batch, TrainingTarge
       t.old_logprobs[i] = row_tail(old_lp, b, length);
       ref_logprobs[i] = row_tail(ref_lp, b, length);
       if (keep_reference) {
-        t.reference_log_distributions[i] = ref_distributions[b].narrow(0, chunk.response_width - static_cast<int64_t>(length), static_cast<int64_t>(length)).clone();
+        const int64_t tail = static_cast<int64_t>(length);
+        t.reference_log_distributions[i] = ref_distributions[b].narrow(0, chunk.response_width - tail, tail).clone();
       }
       if (learner.uses_critic()) t.old_values[i] = row_tail(values, b, length + 1);
     }
