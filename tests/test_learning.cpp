@@ -482,6 +482,11 @@ TEST_CASE("a cosine schedule takes the supervised rate from lr down to 0 over th
   const std::string bad_final = expert_goto_config(root, "  episodes: 20\n  final_lr_schedule: step\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("final_schedule_bad.yaml", bad_final)),
                     doctest::Contains("format.final_lr_schedule: must be constant or cosine"));
+  // A run's config.yaml (to_yaml) keeps the setting, so `eval --run` and a resume read it back.
+  const TrainConfig final_cosine =
+      TrainConfig::load(write_config("final_schedule_good.yaml", expert_goto_config(root, "  episodes: 20\n  final_lr_schedule: cosine\n")));
+  CHECK(final_cosine.format.final_lr_schedule == "cosine");
+  CHECK(TrainConfig::load(write_config("final_schedule_again.yaml", final_cosine.to_yaml())).format.final_lr_schedule == "cosine");
 }
 
 TEST_CASE("the tiny preset learns replies that depend on action words in the observation") {
