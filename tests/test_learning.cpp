@@ -333,7 +333,9 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
   // Each round fine-tuned on the aggregate, the demonstrations and every round's labels so far:
   // one step per batch of them and pass (`dagger_epochs`; the demonstrations alone: `epochs`).
   size_t aggregate = read_lines(root + "/format/sft_data.jsonl").size();
-  CHECK(read_lines(root + "/format/round0_sft_metrics.jsonl").size() == static_cast<size_t>(config.format.epochs) * ((aggregate + 31) / 32));
+  const std::vector<nlohmann::json> demonstration_steps = read_lines(root + "/format/round0_sft_metrics.jsonl");
+  CHECK(demonstration_steps.size() == static_cast<size_t>(config.format.epochs) * ((aggregate + 31) / 32));
+  for (const nlohmann::json& step : demonstration_steps) CHECK(step.at("lr").get<double>() == doctest::Approx(config.format.lr));
   for (int round = 1; round <= 2; ++round) {
     const size_t labels = read_lines(root + "/format/dagger" + std::to_string(round) + ".jsonl").size();
     aggregate += labels;
@@ -348,7 +350,6 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
     if (round == 2) CHECK(steps.back().at("lr").get<double>() < 0.5 * config.format.lr);
     else CHECK(steps.back().at("lr").get<double>() == doctest::Approx(config.format.lr));
   }
-  for (const nlohmann::json& step : read_lines(root + "/format/round0_sft_metrics.jsonl")) CHECK(step.at("lr").get<double>() == doctest::Approx(config.format.lr));
   CHECK_FALSE(std::filesystem::exists(root + "/format/aggregate.jsonl"));
   CHECK(turnrl::agents::LanguageModel::load(root + "/format") != nullptr);
 }
