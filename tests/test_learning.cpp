@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/model/language_model.h"
+#include "agents/model/model_config.h"
 #include "agents/model/new_model.h"
 #include "agents/model/tokenizer.h"
 #include "agents/expert_agent.h"
@@ -311,6 +312,24 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   CHECK_THROWS_WITH(TrainConfig::load(write_config("sight_bad.yaml", bad_sight)), doctest::Contains("format.expert_sight: must be full or view"));
   const std::string random_view = expert_goto_config(root, "  expert_sight: view\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("sight_random.yaml", random_view)), doctest::Contains("format.expert_sight: needs policy: expert"));
+}
+
+TEST_CASE("a run draws its new base model with model.initializer_range and refuses a folder drawn otherwise") {
+  const std::string root = "/tmp/turnrl_initializer_range_run";
+  std::filesystem::remove_all(root);
+  std::string yaml = corridor_config(root, 1);
+  yaml.replace(yaml.find("  preset: tiny\n"), 15, "  preset: tiny\n  initializer_range: 0.125\n");
+  TrainConfig config = TrainConfig::load(write_config("initializer_range.yaml", yaml));
+  REQUIRE(config.model.initializer_range == 0.125);
+  config.format.model.clear();  // the base model alone
+  CHECK(prepare_initial_model(config) == root + "/base");
+  CHECK(turnrl::agents::ModelConfig::load(root + "/base/config.json").initializer_range == 0.125);
+  CHECK_NOTHROW(prepare_initial_model(config));  // the folder it drew is reused
+  config.model.initializer_range = 0.05;
+  CHECK_THROWS_WITH_AS(prepare_initial_model(config), doctest::Contains("drawn with initializer_range 0.125, not the config's 0.05"),
+                       std::invalid_argument);
+  config.model.initializer_range = 0.0;  // the preset's: no demand on a folder that exists
+  CHECK_NOTHROW(prepare_initial_model(config));
 }
 
 TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labels fine-tune it, every round's data kept") {

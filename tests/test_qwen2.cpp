@@ -395,6 +395,30 @@ TEST_CASE("the tiny-deep and tiny-wide presets are the tiny one deeper or wider,
   CHECK_THROWS_WITH_AS(preset_config("huge"), doctest::Contains("tiny-deep"), std::invalid_argument);
 }
 
+TEST_CASE("a new model draws its weights with the initializer range its config.json records") {
+  const std::string dir = "/tmp/turnrl_initializer_range";
+  std::filesystem::remove_all(dir);
+  write_new_model("tiny", dir + "/default", 1, "");
+  write_new_model("tiny", dir + "/wide_init", 1, "", 0.125);
+  for (const auto& [name, range] : {std::pair{"default", 0.02}, std::pair{"wide_init", 0.125}}) {
+    INFO(name);
+    const std::string path = dir + "/" + name;
+    CHECK(ModelConfig::load(path + "/config.json").initializer_range == doctest::Approx(range));
+    const Qwen2Model model = load_qwen2(path, false, torch::kCPU);
+    for (const auto& item : model->named_parameters()) {
+      INFO(item.key());
+      if (item.key().ends_with("norm.weight")) {
+        CHECK(item.value().eq(1.0).all().item<bool>());
+      } else if (item.key().ends_with(".bias")) {
+        CHECK(item.value().eq(0.0).all().item<bool>());
+      } else {
+        CHECK(item.value().std().item<double>() == doctest::Approx(range).epsilon(0.1));
+      }
+    }
+  }
+  CHECK_THROWS_AS(write_new_model("tiny", dir + "/bad", 1, "", 0.0), std::invalid_argument);
+}
+
 TEST_CASE("save and reload round-trips the weights") {
   auto lm = LanguageModel::load(folder("tiny-qwen2-tied"));
   const std::string dir = "/tmp/turnrl_saved_tiny";

@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
+
 #include "agents/model/model_config.h"
 #include "agents/model/safetensors.h"
 
@@ -81,4 +84,16 @@ TEST_CASE("model config validation names the file and field") {
   CHECK_THROWS_WITH_AS(ModelConfig::load(path), doctest::Contains("invalid JSON"), std::runtime_error);
   { std::ofstream(path) << R"({"vocab_size": "many"})"; }
   CHECK_THROWS_WITH_AS(ModelConfig::load(path), doctest::Contains("vocab_size"), std::runtime_error);
+  const std::string shape = R"("vocab_size": 10, "hidden_size": 8, "intermediate_size": 4, "num_hidden_layers": 1, "num_attention_heads": 2)";
+  for (const char* bad : {"-0.1", "0", "\"wide\""}) {
+    INFO(bad);
+    { std::ofstream(path) << "{" << shape << R"(, "initializer_range": )" << bad << "}"; }
+    CHECK_THROWS_WITH_AS(ModelConfig::load(path), doctest::Contains("initializer_range"), std::runtime_error);
+  }
+  { std::ofstream(path) << "{" << shape << R"(, "initializer_range": 0.125})"; }
+  const ModelConfig loaded = ModelConfig::load(path);
+  CHECK(loaded.initializer_range == 0.125);
+  CHECK(loaded.to_json()["initializer_range"] == 0.125);
+  { std::ofstream(path) << "{" << shape << "}"; }
+  CHECK(ModelConfig::load(path).initializer_range == 0.02);  // HF's default, as folders written before the field
 }

@@ -355,6 +355,8 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("r2.yaml", base + "run:\n  eval_decoding: beam\n", "r2.yaml:4: run.eval_decoding: must be greedy or sampled");
   fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
   fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
+  fails_with("t2.yaml", "model:\n  path: /tmp/x\n  preset: tiny\n  initializer_range: -0.1\n", "t2.yaml:4: model.initializer_range: must be >= 0");
+  fails_with("t3.yaml", base + "  initializer_range: 0.125\n", "t3.yaml:3: model.initializer_range: needs model.preset");
   // Found with tests/fuzz/fuzz_config: the product of tasks and group size overflowed an int (UB).
   fails_with("v.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 8\n  group_size: 2000000000\n",
              "v.yaml:5: env.n_env: must be at least the number of tasks");

@@ -1,6 +1,8 @@
 #include "trainer/format_stage.h"
 
+#include <cmath>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include <spdlog/fmt/ranges.h>
@@ -168,7 +170,16 @@ std::string prepare_initial_model(const TrainConfig& c, ProcessGroup* group) {
       throw std::invalid_argument("model.path '" + c.model.path + "' holds no model (config.json) and model.preset is not set");
     }
     spdlog::info("creating a '{}' model in {}", c.model.preset, c.model.path);
-    agents::write_new_model(c.model.preset, c.model.path, c.run.seed, "");
+    const std::optional<double> range = c.model.initializer_range > 0 ? std::optional(c.model.initializer_range) : std::nullopt;
+    agents::write_new_model(c.model.preset, c.model.path, c.run.seed, "", range);
+  } else if (ranks.leads() && c.model.initializer_range > 0) {
+    // A folder drawn otherwise would train silently from another start.
+    const double drawn = agents::ModelConfig::load(c.model.path + "/config.json").initializer_range;
+    if (std::abs(drawn - c.model.initializer_range) > 1e-9 * c.model.initializer_range) {
+      throw std::invalid_argument(fmt::format("model.path '{}' holds a model drawn with initializer_range {}, not the config's {}: "
+                                              "delete it or point model.path elsewhere",
+                                              c.model.path, drawn, c.model.initializer_range));
+    }
   }
   if (!c.format.model.empty()) {
     // Rank 0's folder decides for all (the collective also waits for its preset's model).

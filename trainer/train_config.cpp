@@ -75,10 +75,12 @@ TrainConfig TrainConfig::load(const std::string& path) {
   const std::string presets_message = "must be " + list_names(presets);
   presets.push_back("");  // none: model.path must hold a model
   model.read("preset", c.model.preset, one_of(presets), presets_message);
+  model.read("initializer_range", c.model.initializer_range, non_negative<double>(), "must be >= 0 (0: the preset's)");
   model.read("device", c.model.device);
   model.read("threads", c.model.threads, positive<int>(), "must be > 0");
   model.finish();
   if (c.model.path.empty()) model.fail("path", "is required");
+  if (c.model.initializer_range > 0 && c.model.preset.empty()) model.fail("initializer_range", "needs model.preset (it draws a new model)");
 
   ConfigSection format = root.section("format");
   format.read("model", c.format.model);
@@ -232,7 +234,8 @@ std::string TrainConfig::to_yaml() const {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "path" << YAML::Value << model.path
-      << YAML::Key << "preset" << YAML::Value << model.preset << YAML::Key << "device" << YAML::Value << model.device
+      << YAML::Key << "preset" << YAML::Value << model.preset << YAML::Key << "initializer_range" << YAML::Value
+      << model.initializer_range << YAML::Key << "device" << YAML::Value << model.device
       << YAML::Key << "threads" << YAML::Value << model.threads << YAML::EndMap;
   if (!format.model.empty()) {
     out << YAML::Key << "format" << YAML::Value << YAML::BeginMap << YAML::Key << "model" << YAML::Value << format.model << YAML::Key

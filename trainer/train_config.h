@@ -18,6 +18,7 @@ struct TrainConfig {
   struct Model {
     std::string path;            // actor (and critic, reference) initialisation
     std::string preset;          // when set and `path` has no model, `turnrl new-model` it first
+    double initializer_range = 0.0;  // of that new model's weights; 0: the preset's (0.02)
     std::string device = "cpu";
     int threads = 2;
   } model;

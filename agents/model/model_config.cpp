@@ -39,6 +39,12 @@ ModelConfig ModelConfig::load(const std::string& path) {
   if (json.contains("rope_theta")) config.rope_theta = json["rope_theta"].get<double>();
   if (json.contains("rms_norm_eps")) config.rms_norm_eps = json["rms_norm_eps"].get<double>();
   config.tie_word_embeddings = json.value("tie_word_embeddings", false);
+  if (json.contains("initializer_range")) {
+    if (!json["initializer_range"].is_number() || !(json["initializer_range"].get<double>() > 0)) {
+      throw std::runtime_error(path + ": field 'initializer_range' must be a positive number");
+    }
+    config.initializer_range = json["initializer_range"].get<double>();
+  }
   config.torch_dtype = json.value("torch_dtype", "float32");
   if (config.hidden_size % config.num_attention_heads != 0 ||
       config.num_attention_heads % config.num_key_value_heads != 0) {
@@ -63,6 +69,7 @@ nlohmann::json ModelConfig::to_json() const {
           {"rope_theta", rope_theta},
           {"rms_norm_eps", rms_norm_eps},
           {"tie_word_embeddings", tie_word_embeddings},
+          {"initializer_range", initializer_range},
           {"hidden_act", "silu"},
           {"use_sliding_window", false},
           {"sliding_window", nullptr},

@@ -17,6 +17,9 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
+  /** The standard deviation of a new model's weights (HF's field; its 0.02 suits widths of several
+   *  hundred, and leaves a 64-wide model's attention near uniform for thousands of steps). */
+  double initializer_range = 0.02;
   std::string torch_dtype = "float32";
 
   int head_dim() const { return hidden_size / num_attention_heads; }

@@ -21,9 +21,14 @@ void write_text(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-void write_new_model(const std::string& preset, const std::string& dir, uint64_t seed, const std::string& tokenizer_dir) {
+void write_new_model(const std::string& preset, const std::string& dir, uint64_t seed, const std::string& tokenizer_dir,
+                     std::optional<double> initializer_range) {
   const ModelPreset& shape = find_preset(preset);
-  const ModelConfig config = shape.config();
+  ModelConfig config = shape.config();
+  if (initializer_range) {
+    if (!(*initializer_range > 0)) throw std::invalid_argument("initializer range must be > 0");
+    config.initializer_range = *initializer_range;
+  }
   std::filesystem::create_directories(dir);
   torch::manual_seed(seed);
   Qwen2Model model(config, false);

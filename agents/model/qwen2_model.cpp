@@ -320,7 +320,7 @@ Qwen2ModelImpl::Qwen2ModelImpl(const ModelConfig& config, bool with_value_head) 
     lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(config.hidden_size, config.vocab_size).bias(false)));
   }
   if (with_value_head) value_head = register_module("value_head", torch::nn::Linear(config.hidden_size, 1));
-  // HF's init: N(0, 0.02) for every Linear and the embedding, zero biases, unit norms.
+  // HF's init: N(0, initializer_range) for every Linear and the embedding, zero biases, unit norms.
   torch::NoGradGuard no_grad;
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
@@ -330,7 +330,7 @@ Qwen2ModelImpl::Qwen2ModelImpl(const ModelConfig& config, bool with_value_head) 
     } else if (name.ends_with(".bias")) {
       param.zero_();
     } else {
-      param.normal_(0.0, 0.02);
+      param.normal_(0.0, config.initializer_range);
     }
   }
   const int64_t dim = config.head_dim();
