@@ -321,6 +321,7 @@ TEST_CASE("a run draws its new base model with model.initializer_range and refus
   yaml.replace(yaml.find("  preset: tiny\n"), 15, "  preset: tiny\n  initializer_range: 0.125\n");
   TrainConfig config = TrainConfig::load(write_config("initializer_range.yaml", yaml));
   REQUIRE(config.model.initializer_range == 0.125);
+  CHECK(TrainConfig::load(write_config("initializer_range_again.yaml", config.to_yaml())).model.initializer_range == 0.125);
   config.format.model.clear();  // the base model alone
   CHECK(prepare_initial_model(config) == root + "/base");
   CHECK(turnrl::agents::ModelConfig::load(root + "/base/config.json").initializer_range == 0.125);

@@ -7,7 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-
 #include "agents/model/model_config.h"
 #include "agents/model/safetensors.h"
 
