@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "trainer/rollout/fiber_stacks.h"
+
 namespace turnrl::trainer {
 
 std::string error_message(const std::exception_ptr& error) {
@@ -20,6 +22,7 @@ std::string error_message(const std::exception_ptr& error) {
 
 ReplyDispatcher::ReplyDispatcher(agents::Agent& agent, size_t batch_size, bool lock_step, size_t slots)
     : agent_(agent), batch_size_(lock_step ? 0 : batch_size), batched_(lock_step || !agent.asynchronous()), running_(slots) {
+  use_slot_scheduler();  // before the thread's first fiber
   if (batched_) batcher_ = boost::fibers::fiber([this] { run_batches(); });
 }
 

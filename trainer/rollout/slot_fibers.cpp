@@ -7,17 +7,13 @@
 
 #include <boost/fiber/all.hpp>
 
+#include "trainer/rollout/fiber_stacks.h"
+
 namespace turnrl::trainer {
-namespace {
-
-// Env steps, prompt building and tokenising run on slot fibers: room to spare, and a guard page
-// below, so that an overflow faults instead of corrupting a neighbour.
-constexpr size_t kSlotStackBytes = size_t{1} << 20;
-
-}  // namespace
 
 void run_slot_fibers(size_t count, const std::function<void(size_t slot, const std::function<bool()>& stopping)>& slot,
                      double tick_s, const std::function<void()>& tick) {
+  use_slot_scheduler();
   std::exception_ptr failure;
   const std::function<bool()> stopping = [&failure] { return static_cast<bool>(failure); };
   size_t running = count;
@@ -26,7 +22,7 @@ void run_slot_fibers(size_t count, const std::function<void(size_t slot, const s
   std::vector<boost::fibers::fiber> fibers;
   fibers.reserve(count);
   for (size_t i = 0; i < count; ++i) {
-    fibers.emplace_back(std::allocator_arg, boost::fibers::protected_fixedsize_stack(kSlotStackBytes), [&, i] {
+    fibers.emplace_back(std::allocator_arg, SlotStack(), [&, i] {
       try {
         slot(i, stopping);
       } catch (...) {
