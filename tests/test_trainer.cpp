@@ -353,6 +353,7 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("q.yaml", base + "run:\n  seed: -3\n", "q.yaml:4: run.seed: must be >= 0, got -3");
   fails_with("r.yaml", base + "run:\n  eval_seed: -1\n", "run.eval_seed: must be >= 0");
   fails_with("r2.yaml", base + "run:\n  eval_decoding: beam\n", "r2.yaml:4: run.eval_decoding: must be greedy or sampled");
+  fails_with("r3.yaml", base + "run:\n  eval_episodes: 0\n  keep_best: true\n", "r3.yaml:5: run.keep_best: needs evaluations");
   fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
   fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
   fails_with("t2.yaml", "model:\n  path: /tmp/x\n  preset: tiny\n  initializer_range: -0.1\n", "t2.yaml:4: model.initializer_range: must be >= 0");
@@ -532,6 +533,44 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
   std::ifstream stopped_state(root + "/stopped/checkpoint/state.json");
   CHECK(nlohmann::json::parse(stopped_state).at("iteration").get<int>() >= 1);
   CHECK(std::filesystem::exists(root + "/stopped/model/model.safetensors"));
+}
+
+TEST_CASE("keep_best: the run's model is its actor of highest evaluated progression, not its last") {
+  const std::string root = turnrl::test::temp_root("turnrl_keep_best_test");
+  std::filesystem::remove_all(root);
+  const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
+                           "env:\n  id: babyai/goto\n  n_env: 4\n  e_len: 3\n"
+                           "turn:\n  layout: compact\n  reply_format: action-tag\n  invalid_feedback: false\n"
+                           "ppo:\n  minibatch: 6\n  epochs: 1\n  actor_lr: 1.0e-2\n  critic_warmup_iterations: 0\n"
+                           "run:\n  iterations: 4\n  eval_every: 1\n  eval_episodes: 4\n  eval_decoding: sampled\n"
+                           "  keep_best: true\n  out: " + root + "/run\n";
+  // A stale best from an earlier run in the same folder must not survive a fresh run.
+  std::filesystem::create_directories(root + "/run/best");
+  std::ofstream(root + "/run/best/best.json") << R"({"iteration": 9, "progression": 2.0})";
+  PpoTrainer(TrainConfig::load(write_config("keep_best.yaml", yaml)), "").train();
+
+  const std::vector<nlohmann::json> evals = metrics_of_type(root + "/run/metrics.jsonl", "eval");
+  REQUIRE(evals.size() == 5u);  // iterations 0..4
+  double best_progression = -1;
+  int best_iteration = -1;
+  for (const nlohmann::json& line : evals) {
+    const double progression = line.at("progression");
+    INFO("iteration " << line.at("iteration"));
+    CHECK(line.value("best", false) == (progression > best_progression));
+    if (progression > best_progression) best_progression = progression, best_iteration = line.at("iteration");
+  }
+  const nlohmann::json record = nlohmann::json::parse(std::ifstream(root + "/run/model/best.json"));
+  CHECK(record.at("iteration") == best_iteration);
+  CHECK(record.at("progression").get<double>() == doctest::Approx(best_progression));
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string model = bytes(root + "/run/model/model.safetensors");
+  CHECK(model == bytes(root + "/run/best/model.safetensors"));
+  // The last actor stays in the checkpoint; the update at 1e-2 moves it off the best one.
+  if (best_iteration != 4) CHECK(model != bytes(root + "/run/checkpoint/actor/model.safetensors"));
+  CHECK(latest_model(root + "/run") == root + "/run/model");
 }
 
 TEST_CASE("a group estimator trains without the critic on groups sharing their start state") {

@@ -73,11 +73,27 @@ CheckpointState load_checkpoint(const std::string& dir, LearnerState& learner) {
   return state;
 }
 
-void save_model(const std::string& dir, LearnerState& learner, const std::string& tokenizer_dir) {
+void save_model(const std::string& dir, LearnerState& learner, const std::string& tokenizer_dir, const BestModel* best) {
   const std::string temp = dir + ".tmp";
   fs::remove_all(temp);
   agents::save_qwen2(learner.actor, temp, tokenizer_dir);
+  // Written before the swap, so a complete best folder always carries its record.
+  if (best) std::ofstream(temp + "/best.json") << nlohmann::json{{"iteration", best->iteration}, {"progression", best->progression}}.dump() << "\n";
   swap_in_folder(temp, dir);
+}
+
+BestModel read_best_model(const std::string& dir) {
+  const std::string found = complete_folder(dir, "best.json");
+  if (found.empty()) return {};
+  const nlohmann::json record = nlohmann::json::parse(std::ifstream(found + "/best.json"));
+  return {record.at("iteration").get<int>(), record.at("progression").get<double>()};
+}
+
+void copy_model(const std::string& from, const std::string& to) {
+  const std::string temp = to + ".tmp";
+  fs::remove_all(temp);
+  fs::copy(from, temp, fs::copy_options::recursive);
+  swap_in_folder(temp, to);
 }
 
 }  // namespace turnrl::trainer

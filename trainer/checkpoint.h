@@ -34,7 +34,17 @@ void save_checkpoint(const std::string& dir, LearnerState& learner, const Checkp
 /** Restores the optimisers and the shuffle stream; returns the rest. Models load from dir/actor and dir/critic. */
 CheckpointState load_checkpoint(const std::string& dir, LearnerState& learner);
 
-/** Writes the actor as a Hugging Face folder at `dir` (swapped in whole). */
-void save_model(const std::string& dir, LearnerState& learner, const std::string& tokenizer_dir);
+/** The evaluated actor of highest progression so far (`run.keep_best`), recorded in its folder's best.json. */
+struct BestModel {
+  int iteration = -1;  // -1: none yet
+  double progression = 0.0;
+};
+
+/** Writes the actor as a Hugging Face folder at `dir` (swapped in whole), with `best` in dir/best.json when given. */
+void save_model(const std::string& dir, LearnerState& learner, const std::string& tokenizer_dir, const BestModel* best = nullptr);
+/** The record of the complete best model at `dir` (or its `.old` after an interrupted swap); none if neither. */
+BestModel read_best_model(const std::string& dir);
+/** Copies the model folder `from` to `to`, swapped in whole. */
+void copy_model(const std::string& from, const std::string& to);
 
 }  // namespace turnrl::trainer

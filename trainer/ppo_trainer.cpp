@@ -224,6 +224,16 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   // Asked to stop, on any rank: they all stop at the same iteration boundary.
   auto stopping = [&] { return on_any_rank(ranks, stop_requested && stop_requested->load()); };
   int last_eval = -1, last_checkpoint = s.iteration;
+  const std::string best_dir = c.run.out + "/best";
+  BestModel best;
+  if (writer && c.run.keep_best) {
+    // A fresh run forgets an earlier run's best; a resumed one goes on from its own.
+    if (s.iteration == 0) {
+      std::filesystem::remove_all(best_dir);
+      std::filesystem::remove_all(best_dir + ".old");
+    }
+    best = read_best_model(best_dir);
+  }
 
   auto eval_now = [&] {
     last_eval = s.iteration;
@@ -244,6 +254,11 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     nlohmann::json line = {{"type", "eval"},    {"iteration", s.iteration}, {"minutes", elapsed() / 60.0},
                            {"decoding", decoding}, {"success", success}, {"progression", progression},
                            {"mean_length", length}, {"episodes", c.run.eval_episodes}, {"tasks", scores["tasks"]}};
+    if (c.run.keep_best && (best.iteration < 0 || progression > best.progression)) {
+      best = {s.iteration, progression};
+      save_model(best_dir, l, s.base_model(), &best);
+      line["best"] = true;
+    }
     metrics << line.dump() << "\n" << std::flush;
     spdlog::info("eval  iter {:4d} | {:5.1f} min | {} success {:.3f}, progression {:.3f} on {} seeds from {} per task | mean length {:.1f}",
                  s.iteration, elapsed() / 60.0, decoding, success, progression, c.run.eval_episodes, c.run.eval_seed, length);
@@ -442,7 +457,13 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   if (last_checkpoint != s.iteration || on_any_rank(ranks, writer && !std::filesystem::exists(c.run.out + "/checkpoint"))) {
     checkpoint_now();
   }
-  if (writer) save_model(c.run.out + "/model", l, s.base_model());
+  if (writer && c.run.keep_best && best.iteration >= 0) {
+    copy_model(complete_folder(best_dir, "best.json"), c.run.out + "/model");
+    spdlog::info("model: the actor of iteration {} (progression {:.3f}, the best evaluation); the last one is in {}/checkpoint/actor",
+                 best.iteration, best.progression, c.run.out);
+  } else if (writer) {
+    save_model(c.run.out + "/model", l, s.base_model());
+  }
   if (ranks) ranks->barrier();  // every rank returns once the run is saved
   spdlog::info("done: {} iterations in {:.1f} min; model in {}/model, metrics in {}/metrics.jsonl, curve in {}/curve.svg", s.iteration,
                elapsed() / 60.0, c.run.out, c.run.out, c.run.out);

@@ -218,6 +218,8 @@ TrainConfig TrainConfig::load(const std::string& path) {
   run.read("eval_episodes", c.run.eval_episodes, non_negative<int>(), "must be >= 0");
   run.read("eval_seed", c.run.eval_seed);
   run.read("eval_decoding", c.run.eval_decoding, one_of({"greedy", "sampled"}), "must be greedy or sampled");
+  run.read("keep_best", c.run.keep_best);
+  if (c.run.keep_best && c.run.eval_episodes == 0) run.fail("keep_best", "needs evaluations (eval_episodes > 0) to pick the best actor");
   run.read("train_seed", c.run.train_seed);
   if (c.run.overlaps_training_seeds(c.run.eval_seed, static_cast<uint64_t>(c.run.eval_episodes))) {
     run.fail("eval_seed", fmt::format("evaluation seeds {}..{} overlap the training seeds {}..{} (train_seed + seed * {})",
@@ -313,7 +315,8 @@ std::string TrainConfig::to_yaml() const {
       << YAML::Key << "minutes" << YAML::Value << run.minutes << YAML::Key << "seed" << YAML::Value << run.seed << YAML::Key
       << "out" << YAML::Value << run.out << YAML::Key << "checkpoint_every" << YAML::Value << run.checkpoint_every
       << YAML::Key << "eval_every" << YAML::Value << run.eval_every << YAML::Key << "eval_episodes" << YAML::Value
-      << run.eval_episodes << YAML::Key << "eval_seed" << YAML::Value << run.eval_seed << YAML::Key << "eval_decoding" << YAML::Value << run.eval_decoding << YAML::Key << "train_seed"
+      << run.eval_episodes << YAML::Key << "eval_seed" << YAML::Value << run.eval_seed << YAML::Key << "eval_decoding" << YAML::Value << run.eval_decoding
+      << YAML::Key << "keep_best" << YAML::Value << run.keep_best << YAML::Key << "train_seed"
       << YAML::Value << run.train_seed << YAML::EndMap;
   out << YAML::EndMap;
   return out.c_str();

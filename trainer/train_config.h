@@ -144,6 +144,9 @@ struct TrainConfig {
     /** How evaluations decode: "greedy", or "sampled" with `sampling:` seeded by `seed` (BALROG's
      *  default decoding is temperature 1.0); `eval --run --sampled` replays the latter exactly. */
     std::string eval_decoding = "greedy";
+    /** Whether RUN/model is the evaluated actor of highest progression (kept in RUN/best/ as the run
+     *  goes) rather than the last; the evaluation seeds then select it, so score it on others. */
+    bool keep_best = false;
     uint64_t train_seed = 1000000;
     /** Seeds a run's training episodes may take: [train_seed + seed * span, + span). Runs with
      *  other `seed`s take the next blocks; evaluation seeds must lie outside the block. */
