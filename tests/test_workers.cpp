@@ -11,9 +11,12 @@
 #include <set>
 #include <thread>
 
+#include <zmq_addon.hpp>
+
 #include "agents/random_agent.h"
 #include "envs/env_lost.h"
 #include "envs/registry.h"
+#include "envs/server/env_client.h"
 #include "rollout_test_env.h"
 #include "server_process.h"
 #include "trainer/rollout/rollout.h"
@@ -246,6 +249,47 @@ TEST_CASE("a server restarted before anyone noticed: its slots restart there, th
   CHECK(pool->is_up(0));
   CHECK(pool->envs_on(0) == 3);
   CHECK(pool->envs_on(1) == 3);
+}
+
+// What the heartbeat's ping needs when a server dies with it in flight and is restarted at once
+// (the case above, when the kill lands on a ping): another copy within the timeout.
+TEST_CASE("a ping that gets no reply is sent again within the timeout; a step is sent once") {
+  zmq::context_t context(1);
+  zmq::socket_t server(context, zmq::socket_type::router);
+  server.set(zmq::sockopt::linger, 0);
+  server.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = server.get(zmq::sockopt::last_endpoint);
+  std::map<std::string, int> received;  // request type -> copies
+  std::atomic<bool> stop = false;
+  std::thread fake([&] {  // answers hello and the second copy of a ping (and later ones), nothing else
+    namespace proto = envs::server;
+    while (!stop) {
+      std::vector<zmq::message_t> frames;
+      zmq::pollitem_t item{server.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 20ms);
+      if (!zmq::recv_multipart(server, std::back_inserter(frames), zmq::recv_flags::dontwait)) continue;
+      const proto::Request request = proto::decode_request(frames.back().to_string_view(), 8);
+      const std::string type(proto::request_type(request.body));
+      const int copy = ++received[type];
+      std::string reply;
+      if (type == "hello") reply = proto::encode_reply("hello", request.id, {{"version", 1}, {"slots", 8}});
+      if (type == "ping" && copy >= 2) reply = proto::encode_reply("pong", request.id, nlohmann::json::object());
+      if (reply.empty()) continue;
+      frames.back().rebuild(reply.data(), reply.size());
+      zmq::send_multipart(server, frames);
+    }
+  });
+  {
+    envs::server::EnvClient client(endpoint, 2000ms);
+    const Clock::time_point start = Clock::now();
+    CHECK_NOTHROW(client.ping());
+    CHECK(Clock::now() - start >= 900ms);  // answered at its second copy
+    CHECK_THROWS_AS(client.step({{0, 1}}), envs::server::ServerUnreachable);
+  }
+  stop = true;
+  fake.join();
+  CHECK(received["ping"] >= 2);  // more only on a machine too busy to answer within a second
+  CHECK(received["step"] == 1);
 }
 
 TEST_CASE("a step on a lost env restarts the slot's episode, in-process too") {

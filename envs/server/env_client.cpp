@@ -1,8 +1,25 @@
 #include "envs/server/env_client.h"
 
+#include <algorithm>
 #include <cerrno>
 
+#include <spdlog/spdlog.h>
+
 namespace turnrl::envs::server {
+namespace {
+
+// How long a request that is safe to repeat waits for its reply before it is sent again.
+constexpr std::chrono::milliseconds kResendAfter{1000};
+
+/** Requests that change nothing on the server, so a second copy does no harm. The server keeps
+ *  no record of the ids it answered, so a step, create, reset or close sent twice runs twice. */
+bool safe_to_repeat(const RequestBody& body) {
+  return std::holds_alternative<HelloRequest>(body) || std::holds_alternative<PingRequest>(body) ||
+         std::holds_alternative<RenderRequest>(body) || std::holds_alternative<StateRequest>(body) ||
+         std::holds_alternative<GoldenScriptRequest>(body);
+}
+
+}  // namespace
 
 EnvClient::EnvClient(std::string endpoint, std::chrono::milliseconds timeout)
     : endpoint_(std::move(endpoint)), timeout_(timeout), context_(1), socket_(context_, zmq::socket_type::dealer) {
@@ -75,17 +92,29 @@ nlohmann::json EnvClient::call(RequestBody body) {
   if (socket_.handle() == nullptr) throw ServerUnreachable("given up on after: " + disconnected_because_);
   const uint64_t id = ++next_id_;
   const std::string type(reply_type(body));
-  const std::string failure = "env server " + endpoint_ + ": no reply to '" + std::string(request_type(body)) +
-                              "' within " + std::to_string(timeout_.count()) + " ms (is it running?)";
+  const std::string name(request_type(body));
+  const bool repeatable = safe_to_repeat(body);
+  const std::string failure = "env server " + endpoint_ + ": no reply to '" + name + "' within " +
+                              std::to_string(timeout_.count()) + " ms (is it running?)";
   const std::string payload = encode_request({id, std::move(body)});
   const Clock::time_point deadline = Clock::now() + timeout_;
-  if (!socket_.send(zmq::buffer(payload), zmq::send_flags::dontwait)) throw ServerUnreachable(failure);
-  for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) throw ServerUnreachable(failure);
+  Clock::time_point resend = Clock::now();
+  for (int attempt = 0;;) {
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) throw ServerUnreachable(failure);
+    if (now >= resend) {
+      // A request lost with a killed server is never answered, though the socket reconnects by
+      // itself to one restarted on the endpoint: a repeatable one is sent again on the same socket
+      // (a fresh socket would be a new client to the server, which keys slots by routing id).
+      // Every copy has the same id, so the first reply to any of them answers it.
+      if (attempt++ > 0) spdlog::debug("env server {}: no reply to '{}' yet, sending it again", endpoint_, name);
+      if (!socket_.send(zmq::buffer(payload), zmq::send_flags::dontwait)) throw ServerUnreachable(failure);
+      resend = repeatable ? now + kResendAfter : deadline;
+    }
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(std::min(deadline, resend) - now);
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     try {
-      zmq::poll(&item, 1, left);
+      zmq::poll(&item, 1, wait);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       throw ServerUnreachable("env server " + endpoint_ + ": " + e.what());

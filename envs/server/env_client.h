@@ -17,6 +17,10 @@ namespace turnrl::envs::server {
  * threads are serialised (a heartbeat thread may ping while a rollout steps the slots).
  * Every call waits at most `timeout` for its reply and then throws ServerUnreachable, so a dead or
  * hung server is reported, never waited on forever; a late reply to a timed-out call is discarded.
+ * Within that time, requests that change nothing on the server (hello, ping, render, state, golden
+ * script) are sent again each second without a reply, so that one lost with a server killed and
+ * restarted on the same endpoint is answered by the new one; creates, resets, steps and closes are
+ * sent once (the server does not deduplicate requests).
  * Error replies throw ServerError, with the server's message.
  */
 class EnvClient {
