@@ -228,11 +228,12 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   BestModel best;
   if (writer && c.run.keep_best) {
     // A fresh run forgets an earlier run's best; a resumed one goes on from its own.
-    if (s.iteration == 0) {
+    if (s.iteration > 0) {
+      best = read_best_model(best_dir);
+    } else {
       std::filesystem::remove_all(best_dir);
       std::filesystem::remove_all(best_dir + ".old");
     }
-    best = read_best_model(best_dir);
   }
 
   auto eval_now = [&] {
