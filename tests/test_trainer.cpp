@@ -354,6 +354,10 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("r.yaml", base + "run:\n  eval_seed: -1\n", "run.eval_seed: must be >= 0");
   fails_with("r2.yaml", base + "run:\n  eval_decoding: beam\n", "r2.yaml:4: run.eval_decoding: must be greedy or sampled");
   fails_with("r3.yaml", base + "run:\n  eval_episodes: 0\n  keep_best: true\n", "r3.yaml:5: run.keep_best: needs evaluations");
+  fails_with("r4.yaml", base + "run:\n  keep_best: true\n  eval_seed: 100000\n  final_eval_seed: 100100\n",
+             "r4.yaml:6: run.final_eval_seed: final evaluation seeds 100100..100299 overlap the evaluation seeds 100000..100199");
+  fails_with("r5.yaml", base + "run:\n  keep_best: true\n  final_eval_seed: 1000100\n",
+             "r5.yaml:5: run.final_eval_seed: final evaluation seeds 1000100..1000299 overlap the training seeds from 1000000");
   fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
   fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
   fails_with("t2.yaml", "model:\n  path: /tmp/x\n  preset: tiny\n  initializer_range: -0.1\n", "t2.yaml:4: model.initializer_range: must be >= 0");
@@ -539,11 +543,11 @@ TEST_CASE("keep_best: the run's model is its actor of highest evaluated progress
   const std::string root = turnrl::test::temp_root("turnrl_keep_best_test");
   std::filesystem::remove_all(root);
   const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
-                           "env:\n  id: babyai/goto\n  n_env: 4\n  e_len: 3\n"
+                           "env:\n  id: babaisai/goto_win\n  n_env: 4\n  e_len: 3\n"
                            "turn:\n  layout: compact\n  reply_format: action-tag\n  invalid_feedback: false\n"
                            "ppo:\n  minibatch: 6\n  epochs: 1\n  actor_lr: 1.0e-2\n  critic_warmup_iterations: 0\n"
                            "run:\n  iterations: 4\n  eval_every: 1\n  eval_episodes: 4\n  eval_decoding: sampled\n"
-                           "  keep_best: true\n  out: " + root + "/run\n";
+                           "  keep_best: true\n  final_eval_seed: 300000\n  out: " + root + "/run\n";
   // A stale best from an earlier run in the same folder must not survive a fresh run.
   std::filesystem::create_directories(root + "/run/best");
   std::ofstream(root + "/run/best/best.json") << R"({"iteration": 9, "progression": 2.0})";
@@ -571,6 +575,25 @@ TEST_CASE("keep_best: the run's model is its actor of highest evaluated progress
   // The last actor stays in the checkpoint; the update at 1e-2 moves it off the best one.
   if (best_iteration != 4) CHECK(model != bytes(root + "/run/checkpoint/actor/model.safetensors"));
   CHECK(latest_model(root + "/run") == root + "/run/model");
+
+  // The kept actor is scored once more on seeds that did not choose it: the run's model, sampled as
+  // the run samples, on final_eval_seed's block (goto_win's episode lengths tell the actors apart).
+  const TrainConfig run = TrainConfig::load(root + "/run/config.yaml");
+  const std::vector<nlohmann::json> finals = metrics_of_type(root + "/run/metrics.jsonl", "final");
+  REQUIRE(finals.size() == 1u);
+  CHECK(finals[0].at("iteration") == best_iteration);
+  CHECK(finals[0].at("first_seed") == 300000);
+  auto sampled_scores = [&](const std::string& model) {
+    const auto sampler = make_policy_agent(turnrl::agents::LanguageModel::load(model), run, false, run.run.seed);
+    return evaluate({run.env.ids, run.env.options, run.turn, 300000, 4}, *sampler).at(0);
+  };
+  const TaskScore kept = sampled_scores(root + "/run/model");
+  CHECK(finals[0].at("progression").get<double>() == doctest::Approx(kept.progression));
+  CHECK(finals[0].at("mean_length").get<double>() == doctest::Approx(kept.mean_length));
+  if (best_iteration != 4) {
+    const TaskScore last = sampled_scores(root + "/run/checkpoint/actor");
+    CHECK((last.mean_length != kept.mean_length || last.progression != kept.progression));
+  }
 }
 
 TEST_CASE("a group estimator trains without the critic on groups sharing their start state") {

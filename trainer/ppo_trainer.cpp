@@ -69,6 +69,14 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(agents::Qwen2Model& model, d
   return std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(weight_decay).eps(1e-5));
 }
 
+/** Replaces `model`'s weights with those of the Hugging Face folder `dir` (same architecture). */
+void load_weights(agents::Qwen2Model& model, const std::string& dir, const torch::Device& device) {
+  const agents::Qwen2Model source = agents::load_qwen2(dir, false, device);
+  const std::vector<torch::Tensor> from = source->parameters(), to = model->parameters();
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
+}
+
 /** Whether `flag` holds on any rank (the ranks stop together); `flag` itself in one process. */
 bool on_any_rank(ProcessGroup* ranks, bool flag) {
   if (!ranks) return flag;
@@ -236,38 +244,44 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     }
   }
 
+  // Scores the live actor on `episodes` seeds per task from `first_seed`, logs it, returns its metrics line.
+  auto score_actor = [&](const char* type, int iteration, uint64_t first_seed, std::vector<TaskScore>* tasks_out) {
+    const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, first_seed, c.run.eval_episodes};
+    const std::vector<TaskScore> tasks = evaluate(spec, *s.evaluator);
+    const nlohmann::json scores = scores_json(tasks);
+    double length = 0;
+    for (const TaskScore& task : tasks) length += task.mean_length / tasks.size();
+    const double success = scores["overall"]["success"];
+    const double progression = scores["overall"]["progression"];
+    const std::string& decoding = c.run.eval_decoding;
+    spdlog::info("{:<5} iter {:4d} | {:5.1f} min | {} success {:.3f}, progression {:.3f} on {} seeds from {} per task | mean length {:.1f}",
+                 type, iteration, elapsed() / 60.0, decoding, success, progression, c.run.eval_episodes, first_seed, length);
+    for (const TaskScore& task : tasks) {
+      if (tasks.size() > 1) spdlog::info("      {:<28} {} success {:.3f}, progression {:.3f}", task.task, decoding, task.success, task.progression);
+      if (!task.unlock_rates.empty()) spdlog::info("      {:<28} Crafter score {:.1f}%: {}", task.task, task.crafter_score, unlock_summary(task));
+    }
+    if (tasks_out) *tasks_out = tasks;
+    return nlohmann::json{{"type", type},         {"iteration", iteration},     {"minutes", elapsed() / 60.0},
+                          {"decoding", decoding}, {"success", success},         {"progression", progression},
+                          {"mean_length", length}, {"episodes", c.run.eval_episodes}, {"first_seed", first_seed},
+                          {"tasks", scores["tasks"]}};
+  };
   auto eval_now = [&] {
     last_eval = s.iteration;
     if (c.run.eval_episodes <= 0 || !writer) return;
-    const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, c.run.eval_seed, c.run.eval_episodes};
-    const std::vector<TaskScore> tasks = evaluate(spec, *s.evaluator);
-    const nlohmann::json scores = scores_json(tasks);
+    std::vector<TaskScore> tasks;
+    nlohmann::json line = score_actor("eval", s.iteration, c.run.eval_seed, &tasks);
+    const double progression = line["progression"];
     std::vector<double> task_progression;
-    double length = 0;
-    for (const TaskScore& task : tasks) {
-      task_progression.push_back(task.progression);
-      length += task.mean_length / tasks.size();
-    }
-    const double success = scores["overall"]["success"];
-    const double progression = scores["overall"]["progression"];
+    for (const TaskScore& task : tasks) task_progression.push_back(task.progression);
     s.curve.push_back({elapsed() / 60.0, s.iteration, progression, task_progression});
-    const std::string& decoding = c.run.eval_decoding;
-    nlohmann::json line = {{"type", "eval"},    {"iteration", s.iteration}, {"minutes", elapsed() / 60.0},
-                           {"decoding", decoding}, {"success", success}, {"progression", progression},
-                           {"mean_length", length}, {"episodes", c.run.eval_episodes}, {"tasks", scores["tasks"]}};
     if (c.run.keep_best && (best.iteration < 0 || progression > best.progression)) {
       best = {s.iteration, progression};
       save_model(best_dir, l, s.base_model(), &best);
       line["best"] = true;
     }
     metrics << line.dump() << "\n" << std::flush;
-    spdlog::info("eval  iter {:4d} | {:5.1f} min | {} success {:.3f}, progression {:.3f} on {} seeds from {} per task | mean length {:.1f}",
-                 s.iteration, elapsed() / 60.0, decoding, success, progression, c.run.eval_episodes, c.run.eval_seed, length);
-    for (const TaskScore& task : tasks) {
-      if (tasks.size() > 1) spdlog::info("      {:<28} {} success {:.3f}, progression {:.3f}", task.task, decoding, task.success, task.progression);
-      if (!task.unlock_rates.empty()) spdlog::info("      {:<28} Crafter score {:.1f}%: {}", task.task, task.crafter_score, unlock_summary(task));
-    }
-    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids, decoding);
+    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids, c.run.eval_decoding);
   };
   auto checkpoint_now = [&] {
     last_checkpoint = s.iteration;
@@ -462,6 +476,12 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     copy_model(complete_folder(best_dir, "best.json"), c.run.out + "/model");
     spdlog::info("model: the actor of iteration {} (progression {:.3f}, the best evaluation); the last one is in {}/checkpoint/actor",
                  best.iteration, best.progression, c.run.out);
+    // The evaluation seeds chose this actor, so its score on them reads high: score it once more on
+    // seeds that took no part in the choice. The last actor is saved, so the live one may take its weights.
+    if (!stopped) {
+      load_weights(l.actor, c.run.out + "/model", l.device);
+      metrics << score_actor("final", best.iteration, c.run.final_eval_seed, nullptr).dump() << "\n" << std::flush;
+    }
   } else if (writer) {
     save_model(c.run.out + "/model", l, s.base_model());
   }

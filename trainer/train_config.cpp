@@ -220,12 +220,23 @@ TrainConfig TrainConfig::load(const std::string& path) {
   run.read("eval_decoding", c.run.eval_decoding, one_of({"greedy", "sampled"}), "must be greedy or sampled");
   run.read("keep_best", c.run.keep_best);
   if (c.run.keep_best && c.run.eval_episodes == 0) run.fail("keep_best", "needs evaluations (eval_episodes > 0) to pick the best actor");
+  run.read("final_eval_seed", c.run.final_eval_seed);
   run.read("train_seed", c.run.train_seed);
   if (c.run.overlaps_training_seeds(c.run.eval_seed, static_cast<uint64_t>(c.run.eval_episodes))) {
     run.fail("eval_seed", fmt::format("evaluation seeds {}..{} overlap the training seeds {}..{} (train_seed + seed * {})",
                                       c.run.eval_seed, c.run.eval_seed + c.run.eval_episodes - 1, c.run.first_training_seed(),
                                       c.run.first_training_seed() + TrainConfig::Run::kTrainingSeedSpan - 1,
                                       TrainConfig::Run::kTrainingSeedSpan));
+  }
+  const uint64_t episodes = static_cast<uint64_t>(c.run.eval_episodes);
+  if (c.run.keep_best && c.run.final_eval_seed < c.run.eval_seed + episodes && c.run.eval_seed < c.run.final_eval_seed + episodes) {
+    run.fail("final_eval_seed", fmt::format("final evaluation seeds {}..{} overlap the evaluation seeds {}..{} that choose the kept actor",
+                                            c.run.final_eval_seed, c.run.final_eval_seed + episodes - 1, c.run.eval_seed,
+                                            c.run.eval_seed + episodes - 1));
+  }
+  if (c.run.keep_best && c.run.overlaps_training_seeds(c.run.final_eval_seed, episodes)) {
+    run.fail("final_eval_seed", fmt::format("final evaluation seeds {}..{} overlap the training seeds from {}", c.run.final_eval_seed,
+                                            c.run.final_eval_seed + episodes - 1, c.run.first_training_seed()));
   }
   run.finish();
   root.finish();
@@ -316,7 +327,8 @@ std::string TrainConfig::to_yaml() const {
       << "out" << YAML::Value << run.out << YAML::Key << "checkpoint_every" << YAML::Value << run.checkpoint_every
       << YAML::Key << "eval_every" << YAML::Value << run.eval_every << YAML::Key << "eval_episodes" << YAML::Value
       << run.eval_episodes << YAML::Key << "eval_seed" << YAML::Value << run.eval_seed << YAML::Key << "eval_decoding" << YAML::Value << run.eval_decoding
-      << YAML::Key << "keep_best" << YAML::Value << run.keep_best << YAML::Key << "train_seed"
+      << YAML::Key << "keep_best" << YAML::Value << run.keep_best << YAML::Key << "final_eval_seed" << YAML::Value
+      << run.final_eval_seed << YAML::Key << "train_seed"
       << YAML::Value << run.train_seed << YAML::EndMap;
   out << YAML::EndMap;
   return out.c_str();
