@@ -244,7 +244,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     }
   }
 
-  // Scores the live actor on `episodes` seeds per task from `first_seed`, logs it, returns its metrics line.
+  // Scores the live actor on run.eval_episodes seeds per task from `first_seed`, logs it, returns its metrics line.
   auto score_actor = [&](const char* type, int iteration, uint64_t first_seed, std::vector<TaskScore>* tasks_out) {
     const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, first_seed, c.run.eval_episodes};
     const std::vector<TaskScore> tasks = evaluate(spec, *s.evaluator);
