@@ -69,14 +69,6 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(agents::Qwen2Model& model, d
   return std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(lr).weight_decay(weight_decay).eps(1e-5));
 }
 
-/** Replaces `model`'s weights with those of the Hugging Face folder `dir` (same architecture). */
-void load_weights(agents::Qwen2Model& model, const std::string& dir, const torch::Device& device) {
-  const agents::Qwen2Model source = agents::load_qwen2(dir, false, device);
-  const std::vector<torch::Tensor> from = source->parameters(), to = model->parameters();
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
-}
-
 /** Whether `flag` holds on any rank (the ranks stop together); `flag` itself in one process. */
 bool on_any_rank(ProcessGroup* ranks, bool flag) {
   if (!ranks) return flag;
@@ -244,10 +236,10 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     }
   }
 
-  // Scores the live actor on run.eval_episodes seeds per task from `first_seed`, logs it, returns its metrics line.
-  auto score_actor = [&](const char* type, int iteration, uint64_t first_seed, std::vector<TaskScore>* tasks_out) {
+  // Scores `agent` on run.eval_episodes seeds per task from `first_seed`, logs it, returns its metrics line.
+  auto score_actor = [&](agents::Agent& agent, const char* type, int iteration, uint64_t first_seed, std::vector<TaskScore>* tasks_out) {
     const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, first_seed, c.run.eval_episodes};
-    const std::vector<TaskScore> tasks = evaluate(spec, *s.evaluator);
+    const std::vector<TaskScore> tasks = evaluate(spec, agent);
     const nlohmann::json scores = scores_json(tasks);
     double length = 0;
     for (const TaskScore& task : tasks) length += task.mean_length / tasks.size();
@@ -270,7 +262,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     last_eval = s.iteration;
     if (c.run.eval_episodes <= 0 || !writer) return;
     std::vector<TaskScore> tasks;
-    nlohmann::json line = score_actor("eval", s.iteration, c.run.eval_seed, &tasks);
+    nlohmann::json line = score_actor(*s.evaluator, "eval", s.iteration, c.run.eval_seed, &tasks);
     const double progression = line["progression"];
     std::vector<double> task_progression;
     for (const TaskScore& task : tasks) task_progression.push_back(task.progression);
@@ -477,10 +469,11 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     spdlog::info("model: the actor of iteration {} (progression {:.3f}, the best evaluation); the last one is in {}/checkpoint/actor",
                  best.iteration, best.progression, c.run.out);
     // The evaluation seeds chose this actor, so its score on them reads high: score it once more on
-    // seeds that took no part in the choice. The last actor is saved, so the live one may take its weights.
+    // seeds that took no part in the choice, decoded as the run's evaluations are.
     if (!stopped) {
-      load_weights(l.actor, c.run.out + "/model", l.device);
-      metrics << score_actor("final", best.iteration, c.run.final_eval_seed, nullptr).dump() << "\n" << std::flush;
+      const std::unique_ptr<agents::Agent> kept = make_policy_agent(agents::LanguageModel::load(c.run.out + "/model", c.model.device), c,
+                                                                     c.run.eval_decoding == "greedy", c.run.seed);
+      metrics << score_actor(*kept, "final", best.iteration, c.run.final_eval_seed, nullptr).dump() << "\n" << std::flush;
     }
   } else if (writer) {
     save_model(c.run.out + "/model", l, s.base_model());

@@ -229,7 +229,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
                                       TrainConfig::Run::kTrainingSeedSpan));
   }
   const uint64_t episodes = static_cast<uint64_t>(c.run.eval_episodes);
-  if (c.run.keep_best && c.run.final_eval_seed < c.run.eval_seed + episodes && c.run.eval_seed < c.run.final_eval_seed + episodes) {
+  if (c.run.keep_best && TrainConfig::Run::seed_blocks_overlap(c.run.final_eval_seed, episodes, c.run.eval_seed, episodes)) {
     run.fail("final_eval_seed", fmt::format("final evaluation seeds {}..{} overlap the evaluation seeds {}..{} that choose the kept actor",
                                             c.run.final_eval_seed, c.run.final_eval_seed + episodes - 1, c.run.eval_seed,
                                             c.run.eval_seed + episodes - 1));

@@ -155,9 +155,11 @@ struct TrainConfig {
      *  other `seed`s take the next blocks; evaluation seeds must lie outside the block. */
     static constexpr uint64_t kTrainingSeedSpan = 10'000'000;
     uint64_t first_training_seed() const { return train_seed + seed * kTrainingSeedSpan; }
+    /** Whether the seed blocks [a, a + a_count) and [b, b + b_count) share a seed. */
+    static bool seed_blocks_overlap(uint64_t a, uint64_t a_count, uint64_t b, uint64_t b_count) { return a < b + b_count && b < a + a_count; }
     /** Whether [first, first + count) shares a seed with the training block. */
     bool overlaps_training_seeds(uint64_t first, uint64_t count) const {
-      return first < first_training_seed() + kTrainingSeedSpan && first_training_seed() < first + count;
+      return seed_blocks_overlap(first, count, first_training_seed(), kTrainingSeedSpan);
     }
   } run;
 
