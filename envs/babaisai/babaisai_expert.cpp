@@ -1,7 +1,8 @@
 #include "envs/babaisai/babaisai_expert.h"
 
-#include <deque>
 #include <random>
+#include <regex>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,9 +13,9 @@
 namespace turnrl::envs::babaisai {
 namespace {
 
-/** States one search may visit (about 0.5 s on one core). Most levels' wins lie within it from
- *  the start; where none does (two_room-make_win, measured: 0 of 2 seeds, nor with 400,000 states
- *  in 4 minutes) the expert moves at random. */
+/** States one search may visit (about 0.5 s on one core). With the plan's steps searched one at a
+ *  time every level's next step lies well within it; the whole way to a win on the two-room make_win
+ *  levels does not (0 of 2 seeds, nor with 400,000 states in 4 minutes). */
 constexpr size_t kMaxStates = 30000;
 /** Remembered states (per thread) before the memory starts afresh. */
 constexpr size_t kMaxRemembered = 1 << 22;
@@ -25,9 +26,67 @@ uint64_t state_hash(const World& world) {
   return std::hash<std::string>{}(out.take());
 }
 
-/** What earlier searches found, by state: a search per episode rather than per turn.
- *  - the next move of each state on a win found earlier: any move on a shortest win is the
- *    expert's move, so following a found plan gives the same kind of answer as searching again;
+/** One step of the level's plan: break a rule, make a rule, or reach the win. */
+struct PlanStep {
+  enum class Kind { kBreak, kMake, kGoto } kind;
+  Thing thing = Thing::kBall;
+  Property property = Property::kGoal;
+
+  /** Whether `world` has done this step; a win is seen in the step's outcome instead. */
+  bool done_in(const World& world) const {
+    switch (kind) {
+      case Kind::kBreak: return !world.rules.holds(thing, property);
+      case Kind::kMake: return world.rules.holds(thing, property);
+      case Kind::kGoto: return false;
+    }
+    return false;
+  }
+};
+
+template <typename T, size_t N>
+T named(const std::string& name, const std::string_view (&names)[N], const T (&values)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return values[i];
+  }
+  throw std::logic_error("babaisai expert: '" + name + "' in a level plan names nothing");
+}
+
+Thing thing_named(const std::string& name) {
+  static const std::string_view names[] = {thing_display_name(Thing::kBall), thing_display_name(Thing::kWall),
+                                           thing_display_name(Thing::kDoor), thing_display_name(Thing::kKey),
+                                           thing_display_name(Thing::kBaba)};
+  static constexpr Thing values[] = {Thing::kBall, Thing::kWall, Thing::kDoor, Thing::kKey, Thing::kBaba};
+  return named(name, names, values);
+}
+
+Property property_named(const std::string& name) {
+  static const std::string_view names[] = {property_display_name(Property::kStop), property_display_name(Property::kGoal),
+                                           property_display_name(Property::kAgent)};
+  static constexpr Property values[] = {Property::kStop, Property::kGoal, Property::kAgent};
+  return named(name, names, values);
+}
+
+/** The generator's plan ("break[wall is stop], make[ball is win], goto[ball]") as steps. */
+std::vector<PlanStep> parse_plan(const std::string& plan) {
+  static const std::regex step_pattern(R"((break|make)\[(\w+) is (\w+)\]|goto\[(\w+)\])");
+  std::vector<PlanStep> steps;
+  for (auto it = std::sregex_iterator(plan.begin(), plan.end(), step_pattern); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    if (m[4].matched) {
+      steps.push_back({PlanStep::Kind::kGoto, thing_named(m[4])});
+    } else {
+      steps.push_back({m[1] == "break" ? PlanStep::Kind::kBreak : PlanStep::Kind::kMake, thing_named(m[2]), property_named(m[3])});
+    }
+  }
+  if (steps.empty() || steps.back().kind != PlanStep::Kind::kGoto) {
+    throw std::logic_error("babaisai expert: level plan '" + plan + "' does not end in a goto");
+  }
+  return steps;
+}
+
+/** What earlier searches found, by state: a search per plan step rather than per turn.
+ *  - the next move of each state on a way found earlier: any move on a shortest way to the step is
+ *    the expert's move, so following a found way gives the same kind of answer as searching again;
  *  - kNoPlan for every state a failed search visited: a search from one of them would see much
  *    the same states and fail again, so the expert moves at random at once. */
 constexpr int kNoPlan = -1;
@@ -36,7 +95,7 @@ std::unordered_map<uint64_t, int>& remembered() {
   return states;
 }
 
-void remember_plan(const World& start, const std::vector<int>& moves) {
+void remember_way(const World& start, const std::vector<int>& moves) {
   auto& states = remembered();
   if (states.size() + moves.size() > kMaxRemembered) states.clear();
   World world = start;
@@ -52,6 +111,36 @@ void remember_failure(const std::unordered_set<uint64_t>& visited) {
   for (const uint64_t hash : visited) states.emplace(hash, kNoPlan);
 }
 
+/** Breadth-first search for the shortest way to a win or to a state that has done `step`; the way's
+ *  moves, or none where the budget of states holds neither. */
+std::vector<int> shortest_way(const World& start, uint64_t start_hash, const PlanStep& step) {
+  struct Node {
+    World world;
+    size_t parent;
+    int move;
+  };
+  std::vector<Node> nodes{{start, 0, kIdle}};
+  std::unordered_set<uint64_t> seen{start_hash};
+  auto way_to = [&nodes](size_t last) {
+    std::vector<int> moves;
+    for (size_t i = last; i != 0; i = nodes[i].parent) moves.push_back(nodes[i].move);
+    return std::vector<int>(moves.rbegin(), moves.rend());
+  };
+  for (size_t next = 0; next < nodes.size() && seen.size() < kMaxStates; ++next) {
+    for (int action = kUp; action <= kLeft; ++action) {
+      Node child{nodes[next].world, next, action};
+      const StepOutcome outcome = child.world.step(action);
+      if (outcome.done && outcome.reward <= 0) continue;  // lost, or out of steps
+      if (!outcome.done && !you_position(child.world)) continue;
+      if (!outcome.done && !seen.insert(state_hash(child.world)).second) continue;
+      nodes.push_back(std::move(child));
+      if (outcome.done || step.done_in(nodes.back().world)) return way_to(nodes.size() - 1);
+    }
+  }
+  remember_failure(seen);
+  return {};
+}
+
 }  // namespace
 
 int expert_action(const BabaIsAIEnv& env, uint64_t seed) {
@@ -62,31 +151,15 @@ int expert_action(const BabaIsAIEnv& env, uint64_t seed) {
   if (const auto known = remembered().find(start_hash); known != remembered().end()) {
     return known->second == kNoPlan ? random_move() : known->second;
   }
-  struct Node {
-    World world;
-    std::vector<int> moves;
-  };
-  std::unordered_set<uint64_t> seen{start_hash};
-  std::deque<Node> frontier;
-  frontier.push_back({start, {}});
-  while (!frontier.empty() && seen.size() < kMaxStates) {
-    const Node node = std::move(frontier.front());
-    frontier.pop_front();
-    for (int action = kUp; action <= kLeft; ++action) {
-      Node next{node.world, node.moves};
-      next.moves.push_back(action);
-      const StepOutcome outcome = next.world.step(action);
-      if (outcome.done) {
-        if (outcome.reward <= 0) continue;  // lost, or out of steps
-        remember_plan(start, next.moves);
-        return next.moves.front();
-      }
-      if (!you_position(next.world)) continue;
-      if (seen.insert(state_hash(next.world)).second) frontier.push_back(std::move(next));
-    }
-  }
-  remember_failure(seen);
-  return random_move();
+  // The plan's first step not yet done: the generator lays each level out for its plan, and a
+  // search for one step at a time stays shallow where the whole way to a win does not.
+  const std::vector<PlanStep> plan = parse_plan(env.target_plan());
+  size_t pending = 0;
+  while (plan[pending].done_in(start)) ++pending;
+  const std::vector<int> way = shortest_way(start, start_hash, plan[pending]);
+  if (way.empty()) return random_move();
+  remember_way(start, way);
+  return way.front();
 }
 
 }  // namespace turnrl::envs::babaisai
