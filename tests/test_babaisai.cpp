@@ -503,20 +503,29 @@ TEST_CASE("turnrl replay and play on BabaIsAI") {
   CHECK(play.output.find("left: take one step to the left") != std::string::npos);
 }
 
+namespace {
+
+/** Plays `level` by the scripted expert on seeds [first, last): each episode must win in under 40 turns. */
+void check_expert_wins(const char* level, uint64_t first, uint64_t last) {
+  auto env = make_env(level);
+  REQUIRE(has_expert(*env));
+  for (uint64_t seed = first; seed < last; ++seed) {
+    env->reset(seed);
+    int turn = 0;
+    for (StepResult step; turn < env->max_steps() && !step.terminated; ++turn) step = env->step(expert_action(*env, seed + turn));
+    INFO(level << " seed " << seed << " after " << turn << " turns");
+    CHECK(env->progression() == 1.0);
+    CHECK(turn < 40);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("the scripted expert wins one-room levels on unseen seeds, in fewer steps than the limit") {
   // Seeds no golden file uses. A random walk wins few of these (a random agent scores 19.5% over
   // BALROG's 40 levels); the search wins every one.
   for (const char* level : {"babaisai/goto_win-distr_obj_rule", "babaisai/make_win", "babaisai/two_room-goto_win"}) {
-    auto env = make_env(level);
-    REQUIRE(has_expert(*env));
-    for (uint64_t seed = 9000; seed < 9003; ++seed) {
-      env->reset(seed);
-      int turn = 0;
-      for (StepResult step; turn < env->max_steps() && !step.terminated; ++turn) step = env->step(expert_action(*env, seed + turn));
-      INFO(level << " seed " << seed << " after " << turn << " turns");
-      CHECK(env->progression() == 1.0);
-      CHECK(turn < 40);
-    }
+    check_expert_wins(level, 9000, 9003);
   }
 }
 
@@ -525,14 +534,6 @@ TEST_CASE("the scripted expert wins two-room levels whose rules must be built, o
   // 400,000); searching for the plan's next step (break, make, goto) does.
   for (const char* level : {"babaisai/two_room-make_win-distr_obj_rule", "babaisai/two_room-break_stop-make_win",
                             "babaisai/two_room-make_you-make_win"}) {
-    auto env = make_env(level);
-    for (uint64_t seed = 9000; seed < 9002; ++seed) {
-      env->reset(seed);
-      int turn = 0;
-      for (StepResult step; turn < env->max_steps() && !step.terminated; ++turn) step = env->step(expert_action(*env, seed + turn));
-      INFO(level << " seed " << seed << " after " << turn << " turns");
-      CHECK(env->progression() == 1.0);
-      CHECK(turn < 40);
-    }
+    check_expert_wins(level, 9000, 9002);
   }
 }

@@ -43,27 +43,19 @@ struct PlanStep {
   }
 };
 
-template <typename T, size_t N>
-T named(const std::string& name, const std::string_view (&names)[N], const T (&values)[N]) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return values[i];
-  }
-  throw std::logic_error("babaisai expert: '" + name + "' in a level plan names nothing");
-}
-
+/** The thing or property whose display name is `name`, as the generator writes them in its plans. */
 Thing thing_named(const std::string& name) {
-  static const std::string_view names[] = {thing_display_name(Thing::kBall), thing_display_name(Thing::kWall),
-                                           thing_display_name(Thing::kDoor), thing_display_name(Thing::kKey),
-                                           thing_display_name(Thing::kBaba)};
-  static constexpr Thing values[] = {Thing::kBall, Thing::kWall, Thing::kDoor, Thing::kKey, Thing::kBaba};
-  return named(name, names, values);
+  for (int k = 0; k < kNumThings; ++k) {
+    if (thing_display_name(static_cast<Thing>(k)) == name) return static_cast<Thing>(k);
+  }
+  throw std::logic_error("babaisai expert: '" + name + "' in a level plan names no thing");
 }
 
 Property property_named(const std::string& name) {
-  static const std::string_view names[] = {property_display_name(Property::kStop), property_display_name(Property::kGoal),
-                                           property_display_name(Property::kAgent)};
-  static constexpr Property values[] = {Property::kStop, Property::kGoal, Property::kAgent};
-  return named(name, names, values);
+  for (int k = 0; k < kNumProperties; ++k) {
+    if (property_display_name(static_cast<Property>(k)) == name) return static_cast<Property>(k);
+  }
+  throw std::logic_error("babaisai expert: '" + name + "' in a level plan names no property");
 }
 
 /** The generator's plan ("break[wall is stop], make[ball is win], goto[ball]") as steps. */
