@@ -447,6 +447,33 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   }
 }
 
+TEST_CASE("run.total_minutes counts the time before PPO: a budget the format stage and loading use up leaves no iteration") {
+  const std::string root = turnrl::test::temp_root("turnrl_total_minutes_test");
+  std::filesystem::remove_all(root);
+  const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
+                           "env:\n  id: babyai/goto\n  n_env: 2\n  e_len: 3\n"
+                           "ppo:\n  minibatch: 6\n  epochs: 1\n  critic_warmup_iterations: 0\n"
+                           "run:\n  iterations: 2\n  total_minutes: 60\n  eval_every: 2\n  eval_episodes: 1\n";
+  TrainConfig config = TrainConfig::load(write_config("total_minutes.yaml", yaml));
+  CHECK(config.run.total_minutes == 60.0);
+  auto saved_state = [](const std::string& run) {
+    std::ifstream in(run + "/checkpoint/state.json");
+    return nlohmann::json::parse(in);
+  };
+  config.run.out = root + "/ample";
+  PpoTrainer(config, "").train();
+  CHECK(saved_state(config.run.out).at("iteration") == 2);
+
+  // Loading the models alone takes longer than this budget.
+  config.run.out = root + "/spent";
+  config.run.total_minutes = 1e-7;
+  PpoTrainer(config, "").train();
+  const nlohmann::json state = saved_state(config.run.out);
+  CHECK(state.at("iteration") == 0);
+  CHECK(state.at("setup_seconds").get<double>() > 6e-6);
+  CHECK(std::filesystem::exists(config.run.out + "/model/config.json"));
+}
+
 TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous checkpoint after an interrupted swap") {
   const std::string root = turnrl::test::temp_root("turnrl_swap_test");
   std::filesystem::remove_all(root);

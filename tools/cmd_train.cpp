@@ -38,20 +38,22 @@ extern "C" void request_training_stop(int signal_number) {
 
 int run_train(int argc, char** argv) {
   CLI::App app{"Train an LLM policy with turn-level PPO (see configs/*.yaml). The run always saves its final\n"
-               "state when it stops (iterations done, --minutes reached, SIGINT/SIGTERM): RUN/checkpoint\n"
-               "to resume from and RUN/model, a Hugging Face folder that generate, eval and play take.\n"
+               "state when it stops (iterations done, --minutes or --total-minutes reached, SIGINT/SIGTERM):\n"
+               "RUN/checkpoint to resume from and RUN/model, a Hugging Face folder that generate, eval and play take.\n"
                "Data-parallel: --nproc N runs N ranks here; --rank/--world-size/--master joins a run across\n"
                "machines. Each rank collects env.n_env slots of its own, rank 0 writes the run folder.",
                "turnrl train"};
   std::string config_path, resume, out;
   int iterations = 0;
-  double minutes = -1;
+  double minutes = -1, total_minutes = -1;
   RankOptions rank_options;
   app.add_option("--config", config_path, "YAML config")->required()->check(CLI::ExistingFile);
   app.add_option("--resume", resume, "continue a run (RUN or RUN/checkpoint)")->check(CLI::ExistingDirectory);
   app.add_option("--out", out, "override run.out");
   app.add_option("--iterations", iterations, "override run.iterations")->check(CLI::PositiveNumber);
-  app.add_option("--minutes", minutes, "override run.minutes (0 = no limit)")->check(CLI::NonNegativeNumber);
+  app.add_option("--minutes", minutes, "override run.minutes, PPO's limit (0 = no limit)")->check(CLI::NonNegativeNumber);
+  app.add_option("--total-minutes", total_minutes, "override run.total_minutes, the whole run's limit, format stage included (0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
   rank_options.add_to(app);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
   trainer::TrainConfig config = trainer::TrainConfig::load(config_path);
@@ -59,6 +61,7 @@ int run_train(int argc, char** argv) {
   if (!out.empty()) config.run.out = out;
   if (iterations > 0) config.run.iterations = iterations;
   if (minutes >= 0) config.run.minutes = minutes;
+  if (total_minutes >= 0) config.run.total_minutes = total_minutes;
   const std::shared_ptr<trainer::ProcessGroup> ranks = rank_options.join();
   trainer::PpoTrainer trainer(config, resume, ranks);
   std::signal(SIGINT, request_training_stop);

@@ -25,7 +25,8 @@ void save_checkpoint(const std::string& dir, LearnerState& learner, const Checkp
   for (const auto& p : state.curve) curve.push_back({p.minutes, p.iteration, p.progression, p.task_progression});
   std::ostringstream rng;
   rng << learner.shuffle_rng;
-  nlohmann::json json = {{"iteration", state.iteration}, {"elapsed_seconds", state.elapsed_seconds}, {"shuffle_rng", rng.str()}, {"curve", curve}};
+  nlohmann::json json = {{"iteration", state.iteration}, {"elapsed_seconds", state.elapsed_seconds}, {"setup_seconds", state.setup_seconds},
+                         {"shuffle_rng", rng.str()}, {"curve", curve}};
   if (state.ranks.size() == 1) {
     json["rollout"] = state.ranks[0].rollout;
     json["reward_manager"] = state.ranks[0].reward_manager;
@@ -58,6 +59,7 @@ CheckpointState load_checkpoint(const std::string& dir, LearnerState& learner) {
   try {
     state.iteration = json.at("iteration").get<int>();
     state.elapsed_seconds = json.at("elapsed_seconds").get<double>();
+    state.setup_seconds = json.value("setup_seconds", 0.0);  // absent from checkpoints of earlier versions
     if (json.contains("ranks")) {
       for (const auto& rank : json.at("ranks")) state.ranks.push_back({rank.at("rollout"), rank.at("reward_manager")});
     } else {

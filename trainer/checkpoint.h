@@ -20,7 +20,8 @@ struct RankState {
 
 struct CheckpointState {
   int iteration = 0;
-  double elapsed_seconds = 0.0;
+  double elapsed_seconds = 0.0;  // PPO's wall clock so far
+  double setup_seconds = 0.0;    // the first command's time before PPO (format stage, loading)
   /** One per rank of the run that saved it: state.json's `rollout` and `reward_manager` for one
    *  process, its `ranks` list for a data-parallel run. */
   std::vector<RankState> ranks;

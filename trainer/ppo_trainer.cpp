@@ -86,6 +86,7 @@ struct PpoTrainer::Impl {
   std::unique_ptr<Rollout> rollout;
   int iteration = 0;
   double elapsed_before = 0.0;  // seconds spent before a resume
+  double setup_seconds = 0.0;   // before PPO began: the format stage and loading (run.total_minutes counts them)
   std::vector<EvalPoint> curve;
 
   const TrainConfig& config() const { return learner.config; }
@@ -99,6 +100,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   LearnerState& l = s.learner;
+  const auto constructed = Clock::now();
   l.config = std::move(config);
   l.ranks = std::move(ranks);
   const TrainConfig& c = l.config;
@@ -187,6 +189,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
     }
     s.iteration = state.iteration;
     s.elapsed_before = state.elapsed_seconds;
+    s.setup_seconds = state.setup_seconds;
     s.rollout->restore(state.ranks[s.rank()].rollout);
     s.curve = state.curve;
     l.reward_manager->load_state(state.ranks[s.rank()].reward_manager);
@@ -200,6 +203,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
                                std::to_string(static_cast<int>(iterations[0])) + "): do they all see the same checkpoint?");
     }
   }
+  if (checkpoint.empty()) s.setup_seconds = std::chrono::duration<double>(Clock::now() - constructed).count();
 }
 
 PpoTrainer::~PpoTrainer() = default;
@@ -258,9 +262,11 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
                           {"mean_length", length}, {"episodes", c.run.eval_episodes}, {"first_seed", first_seed},
                           {"tasks", scores["tasks"]}};
   };
+  double last_eval_seconds = 0;  // what the final evaluation is expected to take (run.total_minutes)
   auto eval_now = [&] {
     last_eval = s.iteration;
     if (c.run.eval_episodes <= 0 || !writer) return;
+    const auto eval_start = Clock::now();
     std::vector<TaskScore> tasks;
     nlohmann::json line = score_actor(*s.evaluator, "eval", s.iteration, c.run.eval_seed, &tasks);
     const double progression = line["progression"];
@@ -274,11 +280,12 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     }
     metrics << line.dump() << "\n" << std::flush;
     write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids, c.run.eval_decoding);
+    last_eval_seconds = std::chrono::duration<double>(Clock::now() - eval_start).count();
   };
   auto checkpoint_now = [&] {
     last_checkpoint = s.iteration;
     RankState mine{s.rollout->state(), l.reward_manager->state()};
-    CheckpointState state{s.iteration, elapsed(), {}, s.curve};
+    CheckpointState state{s.iteration, elapsed(), s.setup_seconds, {}, s.curve};
     if (!ranks) {
       state.ranks.push_back(std::move(mine));
     } else {
@@ -308,7 +315,19 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     }
   }
 
-  auto out_of_time = [&] { return c.run.minutes > 0 && elapsed() >= c.run.minutes * 60.0; };
+  const int first_iteration = s.iteration;
+  const double loop_start = elapsed();
+  // Seconds left before run.total_minutes, keeping back what the next iteration and the closing
+  // evaluations (the last one's duration, twice with keep_best's rescoring) are expected to take.
+  auto total_seconds_left = [&] {
+    const int done = s.iteration - first_iteration;
+    const double per_iteration = done > 0 ? (elapsed() - loop_start) / done : 0.0;
+    const double closing = last_eval_seconds * (c.run.keep_best ? 2 : 1);
+    return c.run.total_minutes * 60.0 - s.setup_seconds - elapsed() - per_iteration - closing;
+  };
+  auto out_of_time = [&] {
+    return (c.run.minutes > 0 && elapsed() >= c.run.minutes * 60.0) || (c.run.total_minutes > 0 && total_seconds_left() <= 0);
+  };
   while (s.iteration < c.run.iterations && !on_any_rank(ranks, out_of_time() || (stop_requested && stop_requested->load()))) {
     const auto iteration_start = Clock::now();
     // Where the iteration's time goes: collecting (generation, env steps, prompts), scoring
@@ -451,6 +470,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     const double per_iteration = elapsed() / std::max(1, s.iteration);
     double eta = (c.run.iterations - s.iteration) * per_iteration;
     if (c.run.minutes > 0) eta = std::min(eta, c.run.minutes * 60.0 - elapsed());
+    if (c.run.total_minutes > 0) eta = std::min(eta, total_seconds_left());
     spdlog::info("iter {:4d}/{} | {:6.0f} turns/s | success {:.3f} ({} eps) | reward {:+.3f} | invalid {:.3f} | KL {:+.5f} | pi {:+.4f} | v {:.4f} | ent {:.3f} | ETA {:.1f} min",
                  s.iteration, c.run.iterations, m["turns_per_s"].get<double>(), m["success"].get<double>(), finished,
                  m["episode_reward"].get<double>(), m["invalid_rate"].get<double>(), kl_action, m.value("policy_loss", 0.0),
@@ -479,8 +499,9 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     save_model(c.run.out + "/model", l, s.base_model());
   }
   if (ranks) ranks->barrier();  // every rank returns once the run is saved
-  spdlog::info("done: {} iterations in {:.1f} min; model in {}/model, metrics in {}/metrics.jsonl, curve in {}/curve.svg", s.iteration,
-               elapsed() / 60.0, c.run.out, c.run.out, c.run.out);
+  spdlog::info("done: {} iterations in {:.1f} min ({:.1f} min with the format stage and loading); model in {}/model, metrics in "
+               "{}/metrics.jsonl, curve in {}/curve.svg",
+               s.iteration, elapsed() / 60.0, (s.setup_seconds + elapsed()) / 60.0, c.run.out, c.run.out, c.run.out);
 }
 
 }  // namespace turnrl::trainer

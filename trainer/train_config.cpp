@@ -211,6 +211,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   ConfigSection run = root.section("run");
   run.read("iterations", c.run.iterations, positive<int>(), "must be > 0");
   run.read("minutes", c.run.minutes, non_negative<double>(), "must be >= 0");
+  run.read("total_minutes", c.run.total_minutes, non_negative<double>(), "must be >= 0");
   run.read("seed", c.run.seed);
   run.read("out", c.run.out);
   run.read("checkpoint_every", c.run.checkpoint_every, positive<int>(), "must be > 0");
@@ -323,7 +324,8 @@ std::string TrainConfig::to_yaml() const {
   }
   out << YAML::EndMap;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "iterations" << YAML::Value << run.iterations
-      << YAML::Key << "minutes" << YAML::Value << run.minutes << YAML::Key << "seed" << YAML::Value << run.seed << YAML::Key
+      << YAML::Key << "minutes" << YAML::Value << run.minutes << YAML::Key << "total_minutes" << YAML::Value << run.total_minutes
+      << YAML::Key << "seed" << YAML::Value << run.seed << YAML::Key
       << "out" << YAML::Value << run.out << YAML::Key << "checkpoint_every" << YAML::Value << run.checkpoint_every
       << YAML::Key << "eval_every" << YAML::Value << run.eval_every << YAML::Key << "eval_episodes" << YAML::Value
       << run.eval_episodes << YAML::Key << "eval_seed" << YAML::Value << run.eval_seed << YAML::Key << "eval_decoding" << YAML::Value << run.eval_decoding

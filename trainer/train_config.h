@@ -134,7 +134,10 @@ struct TrainConfig {
   } reward;
   struct Run {
     int iterations = 100;
-    double minutes = 0;  // 0 = no wall-clock limit
+    double minutes = 0;  // PPO's wall-clock limit; 0 = none
+    /** The whole run's wall-clock limit, format stage included: PPO stops where its next iteration
+     *  and the closing evaluation would overrun it; 0 = none. */
+    double total_minutes = 0;
     uint64_t seed = 0;
     std::string out = "runs/train";
     int checkpoint_every = 10;
