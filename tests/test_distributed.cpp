@@ -27,6 +27,7 @@
 #include "trainer/targets.h"
 
 using namespace turnrl::trainer;
+using turnrl::test::read_json;
 using turnrl::test::run_turnrl;
 
 namespace {
@@ -251,11 +252,6 @@ std::string write_config(const std::string& root, const std::string& text) {
   std::filesystem::create_directories(root);
   std::ofstream(root + "/config.yaml") << text;
   return root + "/config.yaml";
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 }  // namespace

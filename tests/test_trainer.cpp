@@ -27,6 +27,7 @@
 
 using namespace turnrl::trainer;
 using turnrl::test::metrics_of_type;
+using turnrl::test::read_json;
 using turnrl::test::write_config;
 
 TEST_CASE("dual-discount GAE reproduces the worked example of verlog.md 6.3") {
@@ -411,8 +412,7 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   interrupted.run.out = root + "/interrupted";
   interrupted.run.iterations = 2;
   PpoTrainer(interrupted, "").train();
-  std::ifstream state_file(interrupted.run.out + "/checkpoint/state.json");
-  const nlohmann::json state = nlohmann::json::parse(state_file);
+  const nlohmann::json state = read_json(interrupted.run.out + "/checkpoint/state.json");
   size_t steps_in_flight = 0;
   for (const auto& slot : state.at("rollout").at("slots")) steps_in_flight += slot.at("replies").size();
   CHECK(steps_in_flight > 0);
@@ -456,19 +456,15 @@ TEST_CASE("run.total_minutes counts the time before PPO: a budget the format sta
                            "run:\n  iterations: 2\n  total_minutes: 60\n  eval_every: 2\n  eval_episodes: 1\n";
   TrainConfig config = TrainConfig::load(write_config("total_minutes.yaml", yaml));
   CHECK(config.run.total_minutes == 60.0);
-  auto saved_state = [](const std::string& run) {
-    std::ifstream in(run + "/checkpoint/state.json");
-    return nlohmann::json::parse(in);
-  };
   config.run.out = root + "/ample";
   PpoTrainer(config, "").train();
-  CHECK(saved_state(config.run.out).at("iteration") == 2);
+  CHECK(read_json(config.run.out + "/checkpoint/state.json").at("iteration") == 2);
 
   // Loading the models alone takes longer than this budget.
   config.run.out = root + "/spent";
   config.run.total_minutes = 1e-7;
   PpoTrainer(config, "").train();
-  const nlohmann::json state = saved_state(config.run.out);
+  const nlohmann::json state = read_json(config.run.out + "/checkpoint/state.json");
   CHECK(state.at("iteration") == 0);
   CHECK(state.at("setup_seconds").get<double>() > 6e-6);
   CHECK(std::filesystem::exists(config.run.out + "/model/config.json"));
@@ -507,8 +503,7 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
                            "  eval_decoding: sampled\n  out: " + root + "/run\n";
   const TrainConfig config = TrainConfig::load(write_config("run_model.yaml", yaml));
   PpoTrainer(config, "").train();
-  std::ifstream state_file(root + "/run/checkpoint/state.json");
-  CHECK(nlohmann::json::parse(state_file).at("iteration") == 3);
+  CHECK(read_json(root + "/run/checkpoint/state.json").at("iteration") == 3);
   for (const char* file : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
     INFO(file);
     CHECK(std::filesystem::exists(root + "/run/model/" + file));
@@ -561,8 +556,7 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
                               write_config("run_model.yaml", yaml) + " --iterations 100000 --out " + root + "/stopped > " + root +
                               "/stopped.log 2>&1";
   CHECK(WEXITSTATUS(std::system(command.c_str())) == 0);
-  std::ifstream stopped_state(root + "/stopped/checkpoint/state.json");
-  CHECK(nlohmann::json::parse(stopped_state).at("iteration").get<int>() >= 1);
+  CHECK(read_json(root + "/stopped/checkpoint/state.json").at("iteration").get<int>() >= 1);
   CHECK(std::filesystem::exists(root + "/stopped/model/model.safetensors"));
 }
 
@@ -715,8 +709,7 @@ TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rol
   }
   CHECK(train.size() == 3u);
   // The episode manager's open episodes travel with the checkpoint.
-  std::ifstream state_file(root + "/run/checkpoint/state.json");
-  CHECK(nlohmann::json::parse(state_file).at("reward_manager").contains("open_episodes"));
+  CHECK(read_json(root + "/run/checkpoint/state.json").at("reward_manager").contains("open_episodes"));
   CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("gigpo-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  normalize_by_length: true\n")),
                        doctest::Contains("reward.normalize_by_length: applies to reward.manager: episode only"), std::invalid_argument);
 }

@@ -24,6 +24,12 @@ inline std::string write_config(const std::string& name, const std::string& text
   return path;
 }
 
+/** A JSON file, parsed (a run's checkpoint/state.json, a summary). */
+inline nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
 /** The lines of a run's metrics.jsonl whose "type" is `type`. */
 inline std::vector<nlohmann::json> metrics_of_type(const std::string& path, const std::string& type) {
   std::vector<nlohmann::json> lines;
