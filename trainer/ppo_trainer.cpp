@@ -317,13 +317,16 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
 
   const int first_iteration = s.iteration;
   const double loop_start = elapsed();
+  // This command's iterations so far, periodic evaluations and checkpoints included (0 before the first).
+  auto seconds_per_iteration = [&] {
+    const int done = s.iteration - first_iteration;
+    return done > 0 ? (elapsed() - loop_start) / done : 0.0;
+  };
   // Seconds left before run.total_minutes, keeping back what the next iteration and the closing
   // evaluations (the last one's duration, twice with keep_best's rescoring) are expected to take.
   auto total_seconds_left = [&] {
-    const int done = s.iteration - first_iteration;
-    const double per_iteration = done > 0 ? (elapsed() - loop_start) / done : 0.0;
     const double closing = last_eval_seconds * (c.run.keep_best ? 2 : 1);
-    return c.run.total_minutes * 60.0 - s.setup_seconds - elapsed() - per_iteration - closing;
+    return c.run.total_minutes * 60.0 - s.setup_seconds - elapsed() - seconds_per_iteration() - closing;
   };
   auto out_of_time = [&] {
     return (c.run.minutes > 0 && elapsed() >= c.run.minutes * 60.0) || (c.run.total_minutes > 0 && total_seconds_left() <= 0);
@@ -467,8 +470,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     m["mean_value"] = mean_value;
     if (!restarts_line.empty()) m["restarts"] = restarts_line;
     if (writer) metrics << m.dump() << "\n" << std::flush;
-    const double per_iteration = elapsed() / std::max(1, s.iteration);
-    double eta = (c.run.iterations - s.iteration) * per_iteration;
+    double eta = (c.run.iterations - s.iteration) * seconds_per_iteration();
     if (c.run.minutes > 0) eta = std::min(eta, c.run.minutes * 60.0 - elapsed());
     if (c.run.total_minutes > 0) eta = std::min(eta, total_seconds_left());
     spdlog::info("iter {:4d}/{} | {:6.0f} turns/s | success {:.3f} ({} eps) | reward {:+.3f} | invalid {:.3f} | KL {:+.5f} | pi {:+.4f} | v {:.4f} | ent {:.3f} | ETA {:.1f} min",
