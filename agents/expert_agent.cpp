@@ -13,7 +13,8 @@ std::vector<AgentReply> ExpertAgent::act(const std::vector<AgentPrompt>& prompts
     if (!prompt.env) throw std::invalid_argument("expert agent: the prompt does not carry its env (only local episodes do)");
     const envs::Env& env = *prompt.env;
     AgentReply reply;
-    reply.text = reply_template_.fill(env.actions().at(static_cast<size_t>(envs::expert_action(env, prompt.seed, sight_))).name);
+    const envs::ExpertMove move = envs::expert_move(env, prompt.seed, sight_);
+    reply.text = reply_template_.fill(env.actions().at(static_cast<size_t>(move.action)).name, move.aim);
     replies.push_back(std::move(reply));
   }
   return replies;

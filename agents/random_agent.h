@@ -12,7 +12,7 @@ namespace turnrl::agents {
 class RandomAgent : public Agent {
  public:
   /** `reply_template`: the reply, with every "{action}" replaced by the drawn action's name
-   *  (std::invalid_argument when it has none). `keyed_share`: the share of replies whose action is
+   *  (std::invalid_argument when it has none) and any "{aim}" left empty. `keyed_share`: the share of replies whose action is
    *  the observation's own, one fixed random action per text of the prompt's last message (a hash
    *  of it); the others are drawn uniformly. */
   explicit RandomAgent(std::string reply_template = "{action}", double keyed_share = 0.0);

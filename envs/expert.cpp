@@ -20,13 +20,15 @@ bool has_expert(const Env& env, ExpertSight sight) {
   return dynamic_cast<const babaisai::BabaIsAIEnv*>(&env) != nullptr || dynamic_cast<const babyai::BabyAIEnv*>(&env) != nullptr;
 }
 
-int expert_action(const Env& env, uint64_t seed, ExpertSight sight) {
+ExpertMove expert_move(const Env& env, uint64_t seed, ExpertSight sight) {
   if (!has_expert(env, sight)) {
     throw std::invalid_argument("env " + env.id() + " has no scripted expert" + (sight == ExpertSight::kView ? " bound to its view (BabaIsAI and BabyAI have one)" : " (Crafter, BabaIsAI and BabyAI have one)"));
   }
-  if (const auto* crafter_env = dynamic_cast<const crafter::CrafterEnv*>(&env)) return crafter::expert_action(*crafter_env, seed);
-  if (const auto* baba_env = dynamic_cast<const babaisai::BabaIsAIEnv*>(&env)) return babaisai::expert_action(*baba_env, seed);
-  return babyai::expert_action(dynamic_cast<const babyai::BabyAIEnv&>(env), seed, sight);
+  if (const auto* crafter_env = dynamic_cast<const crafter::CrafterEnv*>(&env)) return {crafter::expert_action(*crafter_env, seed), ""};
+  if (const auto* baba_env = dynamic_cast<const babaisai::BabaIsAIEnv*>(&env)) return {babaisai::expert_action(*baba_env, seed), ""};
+  return babyai::expert_move(dynamic_cast<const babyai::BabyAIEnv&>(env), seed, sight);
 }
+
+int expert_action(const Env& env, uint64_t seed, ExpertSight sight) { return expert_move(env, seed, sight).action; }
 
 }  // namespace turnrl::envs

@@ -18,8 +18,18 @@ ExpertSight parse_expert_sight(const std::string& name);
 
 /** Whether `env` has a scripted expert with that sight. */
 bool has_expert(const Env& env, ExpertSight sight = ExpertSight::kFull);
-/** The expert's action (an index into env.actions()) in the env's current state; `seed` drives
- *  its random choices. Throws std::invalid_argument when the env has no such expert. */
+/** The expert's choice: an action (an index into env.actions()) and, where the env's expert
+ *  names one (BabyAI), what the action heads for in the observation's words (its reasoning, the
+ *  `{aim}` of a reply template); empty elsewhere. */
+struct ExpertMove {
+  int action = 0;
+  std::string aim;
+};
+
+/** The expert's move in the env's current state; `seed` drives its random choices. Throws
+ *  std::invalid_argument when the env has no such expert. */
+ExpertMove expert_move(const Env& env, uint64_t seed, ExpertSight sight = ExpertSight::kFull);
+/** expert_move's action. */
 int expert_action(const Env& env, uint64_t seed, ExpertSight sight = ExpertSight::kFull);
 
 }  // namespace turnrl::envs

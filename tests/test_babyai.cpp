@@ -1,6 +1,7 @@
 // BabyAI port: golden replay, the spec's worked examples, mechanics, random-playout invariants.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -353,6 +354,42 @@ TEST_CASE("the view-bound expert's action follows from the observation; the full
     full += conflicts(id, ExpertSight::kFull);
   }
   CHECK(full > 0);  // the check can tell an expert that reads hidden state
+}
+
+TEST_CASE("the view-bound expert's aim is the observation's line of what it heads for") {
+  // The aim is reasoning a model copies from its prompt: it must be one of the observation's lines
+  // (or a fixed word), and for goto the line of an object the instruction names.
+  for (const char* id : {"babyai/goto", "babyai/pickup", "babyai/open", "babyai/putnext", "babyai/pick_up_seq_go_to"}) {
+    INFO(std::string(id));
+    auto env = make_env(id, {{"num_dists", 8}});
+    std::map<std::string, int> kinds;
+    for (uint64_t seed = 9400; seed < 9460; ++seed) {
+      env->reset(seed);
+      std::mt19937_64 rng(seed);
+      StepResult step;
+      for (int turn = 0; turn < 40 && !step.terminated && !step.truncated; ++turn) {
+        const World& world = dynamic_cast<const BabyAIEnv&>(*env).level().world;
+        const ExpertMove move = expert_move(*env, seed * 31 + turn, ExpertSight::kView);
+        CHECK(move.action == expert_action(*env, seed * 31 + turn, ExpertSight::kView));
+        if (move.aim == "search" || move.aim == "stuck" || move.aim == "free cell") {
+          ++kinds[move.aim];
+        } else {
+          ++kinds["line"];
+          const std::vector<std::string> lines = world.descriptions();
+          INFO(move.aim);
+          CHECK(std::find(lines.begin(), lines.end(), "You see a " + move.aim) != lines.end());
+          if (std::string(id) == "babyai/goto") {
+            // "red ball 1 step left": the object's type is the word before its distance
+            const std::string object = move.aim.substr(0, move.aim.find_first_of("0123456789") - 1);
+            CHECK(env->goal().find(object.substr(object.rfind(' ') + 1)) != std::string::npos);
+          }
+        }
+        step = env->step(turn % 3 ? move.action : std::uniform_int_distribution<int>(kTurnLeft, kDrop)(rng));
+      }
+    }
+    CHECK(kinds["line"] > 100);
+    CHECK(kinds["search"] > 10);
+  }
 }
 
 TEST_CASE("the scripted expert takes over from where random moves left the level") {

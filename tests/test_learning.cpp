@@ -312,6 +312,11 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   CHECK_THROWS_WITH(TrainConfig::load(write_config("sight_bad.yaml", bad_sight)), doctest::Contains("format.expert_sight: must be full or view"));
   const std::string random_view = expert_goto_config(root, "  expert_sight: view\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("sight_random.yaml", random_view)), doctest::Contains("format.expert_sight: needs policy: expert"));
+  auto with_aim = [](std::string yaml) { return yaml.replace(yaml.find("'ACTION: {action}'"), 18, "'{aim} ACTION: {action}'"); };
+  const std::string random_aim = with_aim(expert_goto_config(root, ""));
+  CHECK_THROWS_WITH(TrainConfig::load(write_config("aim_random.yaml", random_aim)), doctest::Contains("format.reply_template: {aim} needs policy: expert"));
+  const std::string expert_aim = with_aim(expert_goto_config(root, "  policy: expert\n"));
+  CHECK(TrainConfig::load(write_config("aim_expert.yaml", expert_aim)).format.reply_template == "{aim} ACTION: {action}");
 }
 
 TEST_CASE("a run draws its new base model with model.initializer_range and refuses a folder drawn otherwise") {

@@ -515,6 +515,28 @@ TEST_CASE("episode runner: the expert agent answers each prompt from the state t
   CHECK_THROWS_AS(agents::ExpertAgent("no placeholder"), std::invalid_argument);
 }
 
+TEST_CASE("the expert agent writes its aim before its action where the template asks for it") {
+  agents::ExpertAgent agent("{aim} ACTION: {action}", envs::ExpertSight::kView);
+  auto babyai = envs::make_env("babyai/goto", {{"num_dists", 8}});
+  auto baba = envs::make_env("babaisai/goto_win");
+  std::set<std::string> aims;
+  for (uint64_t seed = 40; seed < 60; ++seed) {
+    babyai->reset(seed);
+    baba->reset(seed);
+    agents::AgentPrompt on_babyai, on_baba;
+    on_babyai.env = babyai.get();
+    on_babyai.seed = on_baba.seed = seed;
+    on_baba.env = baba.get();
+    const std::vector<agents::AgentReply> replies = agent.act({on_babyai, on_baba});
+    const envs::ExpertMove move = envs::expert_move(*babyai, seed, envs::ExpertSight::kView);
+    CHECK(replies[0].text == move.aim + " ACTION: " + babyai->actions()[static_cast<size_t>(move.action)].name);
+    aims.insert(move.aim);
+    // BabaIsAI's expert names no aim: the template's space goes with it
+    CHECK(replies[1].text == "ACTION: " + baba->actions()[static_cast<size_t>(envs::expert_action(*baba, seed))].name);
+  }
+  CHECK(aims.size() >= 10u);  // object lines, not one fixed word
+}
+
 TEST_CASE("episode runner: at most parallel_episodes at once; a failed request ends its episode") {
   ScrambledAgent agent(5, [](const agents::AgentPrompt& prompt) { return prompt.seed % 3 == 0; });
   std::vector<trainer::EpisodeJob> jobs;

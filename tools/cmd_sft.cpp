@@ -82,7 +82,7 @@ int run_make_sft_data(int argc, char** argv) {
   app.add_option("--config", config_path, "a training config (tasks, env options, turn settings)")->required()->check(CLI::ExistingFile);
   app.add_option("--out", out, "output JSON Lines file")->required();
   app.add_option("--episodes", episodes, "episodes to play (default: the config's format.episodes)")->check(CLI::PositiveNumber);
-  app.add_option("--template", reply_template, "reply with {action} (default: the config's format.reply_template)");
+  app.add_option("--template", reply_template, "reply with {action}, and {aim} for the expert's aim before it (default: the config's format.reply_template)");
   app.add_option("--policy", policy, "random or expert (default: the config's format.policy)")->check(CLI::IsMember({"random", "expert"}));
   app.add_option("--expert-sight", expert_sight, "with the expert, full (the state) or view (what the prompt shows) (default: the config's format.expert_sight)")
       ->check(CLI::IsMember({"full", "view"}));

@@ -103,6 +103,9 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.finish();
   if (root.has("format") && c.format.model.empty()) format.fail("model", "is required (where the format stage's model goes)");
   if (c.format.reply_template.find("{action}") == std::string::npos) format.fail("reply_template", "must contain {action}");
+  if (c.format.reply_template.find("{aim}") != std::string::npos && c.format.policy != "expert") {
+    format.fail("reply_template", "{aim} needs policy: expert (the expert's aim)");
+  }
   if (c.format.expert_noise > 0.0 && c.format.policy != "expert") format.fail("expert_noise", "needs policy: expert");
   if (c.format.expert_sight != "full" && c.format.policy != "expert") format.fail("expert_sight", "needs policy: expert");
   if (c.format.dagger_rounds > 0) {

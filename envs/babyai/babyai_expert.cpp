@@ -241,17 +241,23 @@ std::optional<Walk> walk(const World& world, const std::vector<Pos>& fronts, boo
   return std::nullopt;
 }
 
+/** A move and the goal cell its walk ends facing. */
+struct Step {
+  int move;
+  Pos faced;
+};
+
 /** goal.action when the agent faces a goal cell, else the first move of a shortest walk to one. */
-std::optional<int> plan(const World& world, const Goal& goal) {
+std::optional<Step> plan(const World& world, const Goal& goal) {
   const std::optional<Walk> found = walk(world, goal.fronts, false);
   if (!found) return std::nullopt;
-  return found->first_move < 0 ? goal.action : found->first_move;
+  return Step{found->first_move < 0 ? goal.action : found->first_move, found->faced};
 }
 
 /** Objects wall off every one of `fronts` (or sit on the one to drop on): free the hands, then pick
  *  up the first object in the way of the walk through fewest objects; the next drop, which keeps
  *  what is reachable reachable, moves it out of the way. */
-std::optional<int> clear_way(const World& world, const std::vector<Pos>& fronts, const std::vector<Pos>& finish) {
+std::optional<Step> clear_way(const World& world, const std::vector<Pos>& fronts, const std::vector<Pos>& finish) {
   if (world.carrying != Grid::kEmpty) return plan(world, drop_anywhere(world, finish));
   const std::optional<Walk> through = walk(world, fronts, true);
   if (!through) return std::nullopt;
@@ -279,9 +285,22 @@ int search_move(const World& world, uint64_t seed) {
   return open_run(world, (world.agent_dir + 1) % 4) > open_run(world, (world.agent_dir + 3) % 4) ? kTurnRight : kTurnLeft;
 }
 
+/** What a step heads for, in the observation's words: the object it faces at the end, or for a
+ *  drop next to a fixed object (PutNext) that object; "free cell" for any other drop. */
+std::string aim_of(const World& world, const Instruction& leaf, Pos faced) {
+  if (world.grid.at(faced) >= 0) return world.phrase_at(faced);
+  if (leaf.kind() == Instruction::Kind::kPutNext) {
+    for (int dir = 0; dir < 4; ++dir) {
+      const Pos p = ahead(faced, dir);
+      if (world.grid.contains(p) && contains(leaf.desc_fixed().positions, p) && world.grid.at(p) >= 0) return world.phrase_at(p);
+    }
+  }
+  return "free cell";
+}
+
 }  // namespace
 
-int expert_action(const BabyAIEnv& env, uint64_t seed, ExpertSight sight_kind) {
+ExpertMove expert_move(const BabyAIEnv& env, uint64_t seed, ExpertSight sight_kind) {
   const World& world = env.level().world;
   const Instruction& leaf = env.level().instruction->pending();
   const Sight sight(world, sight_kind == ExpertSight::kView);
@@ -290,15 +309,15 @@ int expert_action(const BabyAIEnv& env, uint64_t seed, ExpertSight sight_kind) {
   const std::vector<Pos> finish = finish_cells(world, leaf, false, sight);
   const bool can_finish = (sight.view_bound() && finish.empty()) || walk(world, finish, false).has_value();
   const Goal goal = goal_of(world, leaf, finish, sight);
-  if (sight.view_bound() && goal.fronts.empty()) return search_move(world, seed);
-  std::optional<int> move = can_finish ? plan(world, goal) : std::nullopt;
-  if (!move) move = clear_way(world, can_finish ? goal.fronts : finish_cells(world, leaf, true, sight), finish);
-  if (move) return *move;
+  if (sight.view_bound() && goal.fronts.empty()) return {search_move(world, seed), "search"};
+  std::optional<Step> step = can_finish ? plan(world, goal) : std::nullopt;
+  if (!step) step = clear_way(world, can_finish ? goal.fronts : finish_cells(world, leaf, true, sight), finish);
+  if (step) return {step->move, aim_of(world, leaf, step->faced)};
   // No way even through objects (a target gone, say: a toggled box vanishes): move, pick up or
   // drop at random. Never toggle, which would destroy a box.
   static constexpr int kRandomMoves[] = {kTurnLeft, kTurnRight, kForward, kPickup, kDrop};
   std::mt19937_64 rng(seed);
-  return kRandomMoves[std::uniform_int_distribution<int>(0, 4)(rng)];
+  return {kRandomMoves[std::uniform_int_distribution<int>(0, 4)(rng)], "stuck"};
 }
 
 }  // namespace turnrl::envs::babyai

@@ -16,7 +16,10 @@ namespace turnrl::envs::babyai {
  *  wall off what it must reach, it carries them aside first; where even that cannot help (a target
  *  box toggled away), a random move from `seed`. With view-bound sight it uses only the objects in
  *  the agent's view and, where none it needs is, searches (straight on, turning where blocked and now and
- *  then at random) until one is. Requires reset(). */
-int expert_action(const BabyAIEnv& env, uint64_t seed, ExpertSight sight);
+ *  then at random) until one is. Its aim: the object the move heads for in the observation's
+ *  words ("red ball 1 step left and 2 steps forward"; for a drop next to PutNext's fixed object,
+ *  that object; "free cell" for another drop), "search" or "stuck" (the random move). Requires
+ *  reset(). */
+ExpertMove expert_move(const BabyAIEnv& env, uint64_t seed, ExpertSight sight);
 
 }  // namespace turnrl::envs::babyai

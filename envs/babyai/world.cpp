@@ -129,6 +129,24 @@ void describe_wall(const ViewImage& image, Pos start, Next next, const char* dir
   }
 }
 
+/** An object's words in a description line: "closed red door 1 step left and 2 steps forward". */
+std::string object_phrase(CellCode code, int right, int forward) {
+  const auto type = static_cast<ObjectType>(code.type);
+  std::string text;
+  if (type == ObjectType::kDoor) {
+    static constexpr const char* kStates[] = {"open", "closed", "locked"};
+    text += std::string(kStates[code.state]) + " ";
+  }
+  text += std::string(color_name(static_cast<Color>(code.color))) + " " + std::string(type_name(type)) + " ";
+  if (right == 0) {
+    text += steps(forward) + " forward";
+  } else {
+    text += steps(std::abs(right)) + (right > 0 ? " right" : " left");
+    if (forward != 0) text += " and " + steps(forward) + " forward";
+  }
+  return text;
+}
+
 }  // namespace
 
 std::vector<std::string> World::descriptions() const {
@@ -147,24 +165,16 @@ std::vector<std::string> World::descriptions() const {
     for (int j = 0; j < kViewSize; ++j) {
       const CellCode code = image[i][j];
       if (code.type <= static_cast<uint8_t>(ObjectType::kWall) || (i == ax && j == ay)) continue;
-      const auto type = static_cast<ObjectType>(code.type);
-      std::string text = "You see a ";
-      if (type == ObjectType::kDoor) {
-        static constexpr const char* kStates[] = {"open", "closed", "locked"};
-        text += std::string(kStates[code.state]) + " ";
-      }
-      text += std::string(color_name(static_cast<Color>(code.color))) + " " + std::string(type_name(type)) + " ";
-      const int dx = i - ax, forward = ay - j;
-      if (dx == 0) {
-        text += steps(forward) + " forward";
-      } else {
-        text += steps(std::abs(dx)) + (dx > 0 ? " right" : " left");
-        if (forward != 0) text += " and " + steps(forward) + " forward";
-      }
-      out.push_back(std::move(text));
+      out.push_back("You see a " + object_phrase(code, i - ax, ay - j));
     }
   }
   return out;
+}
+
+std::string World::phrase_at(Pos cell) const {
+  const Pos d = kDirVec[agent_dir];
+  const Pos offset = {cell.x - agent_pos.x, cell.y - agent_pos.y};
+  return object_phrase(encode_cell(grid.at(cell), objects), offset.x * -d.y + offset.y * d.x, offset.x * d.x + offset.y * d.y);
 }
 
 }  // namespace turnrl::envs::babyai

@@ -45,6 +45,9 @@ struct World {
   Pos view_cell(Pos v) const;
   /** The fork's `info["descriptions"]` for the current view. */
   std::vector<std::string> descriptions() const;
+  /** The object at `cell` (one holds it) in descriptions()' words, placed relative to the agent,
+   *  less "You see a ": "red ball 1 step left and 2 steps forward". */
+  std::string phrase_at(Pos cell) const;
 };
 
 }  // namespace turnrl::envs::babyai
