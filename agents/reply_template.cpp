@@ -16,6 +16,8 @@ void replace_all(std::string& text, std::string_view placeholder, std::string_vi
 
 }  // namespace
 
+bool asks_for_aim(std::string_view text) { return text.find(kAim) != std::string_view::npos; }
+
 ReplyTemplate::ReplyTemplate(std::string text) : text_(std::move(text)) {
   if (text_.find(kAction) == std::string::npos) throw std::invalid_argument("reply template '" + text_ + "' has no {action}");
 }

@@ -8,6 +8,9 @@
 
 namespace turnrl::agents {
 
+/** Whether `text` asks for the expert's aim ("{aim}"): only the expert agent has one to write. */
+bool asks_for_aim(std::string_view text);
+
 class ReplyTemplate {
  public:
   /** std::invalid_argument when `text` has no "{action}". */

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "agents/model/model_presets.h"
+#include "agents/reply_template.h"
 #include "envs/registry.h"
 #include "trainer/advantages.h"
 #include "trainer/lr_schedule.h"
@@ -103,7 +104,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   format.finish();
   if (root.has("format") && c.format.model.empty()) format.fail("model", "is required (where the format stage's model goes)");
   if (c.format.reply_template.find("{action}") == std::string::npos) format.fail("reply_template", "must contain {action}");
-  if (c.format.reply_template.find("{aim}") != std::string::npos && c.format.policy != "expert") {
+  if (agents::asks_for_aim(c.format.reply_template) && c.format.policy != "expert") {
     format.fail("reply_template", "{aim} needs policy: expert (the expert's aim)");
   }
   if (c.format.expert_noise > 0.0 && c.format.policy != "expert") format.fail("expert_noise", "needs policy: expert");

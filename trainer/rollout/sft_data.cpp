@@ -9,6 +9,7 @@
 
 #include "agents/expert_agent.h"
 #include "agents/random_agent.h"
+#include "agents/reply_template.h"
 #include "envs/expert.h"
 #include "envs/registry.h"
 #include "trainer/rollout/episode_runner.h"
@@ -97,6 +98,10 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
   if (!(spec.min_progression >= 0.0 && spec.min_progression <= 1.0)) throw std::invalid_argument("format data: min progression must be in [0, 1]");
   if (learner && (spec.policy != "expert" || spec.expert_noise > 0.0)) {
     throw std::invalid_argument("format data: a learner's turns are labelled by the expert: policy must be expert, without noise");
+  }
+  // The make-sft-data command's --template and --policy bypass the config's check.
+  if (agents::asks_for_aim(spec.reply_template) && spec.policy != "expert") {
+    throw std::invalid_argument("format data: a reply template's {aim} needs policy expert (the expert's aim)");
   }
   const envs::ExpertSight sight = envs::parse_expert_sight(spec.expert_sight);
   if (spec.policy == "expert") {
