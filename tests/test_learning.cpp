@@ -316,8 +316,9 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   const std::string random_aim = with_aim(expert_goto_config(root, ""));
   CHECK_THROWS_WITH(TrainConfig::load(write_config("aim_random.yaml", random_aim)), doctest::Contains("format.reply_template: {aim} needs policy: expert"));
   const std::string expert_aim = with_aim(expert_goto_config(root, "  policy: expert\n"));
-  CHECK(TrainConfig::load(write_config("aim_expert.yaml", expert_aim)).format.reply_template == "{aim} ACTION: {action}");
-  SftDataSpec random_aim_spec = format_data_spec(TrainConfig::load(write_config("aim_expert.yaml", expert_aim)), config.model.path, tokenizer);
+  const TrainConfig aim_config = TrainConfig::load(write_config("aim_expert.yaml", expert_aim));
+  CHECK(aim_config.format.reply_template == "{aim} ACTION: {action}");
+  SftDataSpec random_aim_spec = format_data_spec(aim_config, config.model.path, tokenizer);
   random_aim_spec.policy = "random";  // as make-sft-data --policy random sets it, past the config's check
   CHECK_THROWS_WITH(write_sft_data(random_aim_spec, root + "/random_aim.jsonl"), doctest::Contains("{aim} needs policy expert"));
 }
