@@ -359,6 +359,10 @@ TEST_CASE("configs validate every key and name the file and line") {
              "r4.yaml:6: run.final_eval_seed: final evaluation seeds 100100..100299 overlap the evaluation seeds 100000..100199");
   fails_with("r5.yaml", base + "run:\n  keep_best: true\n  final_eval_seed: 1000100\n",
              "r5.yaml:5: run.final_eval_seed: final evaluation seeds 1000100..1000299 overlap the training seeds from 1000000");
+  // The final evaluation's block is as long as final_eval_episodes says, so that length decides overlap.
+  fails_with("r6.yaml", base + "run:\n  keep_best: true\n  final_eval_seed: 99900\n  final_eval_episodes: 150\n",
+             "r6.yaml:5: run.final_eval_seed: final evaluation seeds 99900..100049 overlap the evaluation seeds 100000..100199");
+  fails_with("r7.yaml", base + "run:\n  final_eval_episodes: -4\n", "r7.yaml:4: run.final_eval_episodes: must be >= 0");
   fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
   fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
   fails_with("t2.yaml", "model:\n  path: /tmp/x\n  preset: tiny\n  initializer_range: -0.1\n", "t2.yaml:4: model.initializer_range: must be >= 0");
@@ -560,6 +564,27 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
   CHECK(std::filesystem::exists(root + "/stopped/model/model.safetensors"));
 }
 
+TEST_CASE("scores_json: progression's standard error per task, and overall clustered by seed") {
+  // Two tasks on three seeds: A = (1, 0, 1), B = (0, 0, 1).
+  TaskScore a, b;
+  a.task = "a", a.episodes = 3, a.progression = 2.0 / 3, a.episode_progression = {1, 0, 1};
+  b.task = "b", b.episodes = 3, b.progression = 1.0 / 3, b.episode_progression = {0, 0, 1};
+  const nlohmann::json scores = scores_json({a, b});
+  // Per task: sample variance 1/3, over 3 episodes: sqrt(1/9).
+  CHECK(scores["tasks"]["a"]["progression_se"].get<double>() == doctest::Approx(1.0 / 3));
+  CHECK(scores["tasks"]["b"]["progression_se"].get<double>() == doctest::Approx(1.0 / 3));
+  // Overall: per seed, the summed deviations from the task means are 0, -1, +1, so
+  // sqrt(3/2 * 2) / (2 tasks * 3 seeds); independent episodes would give sqrt(1/9 + 1/9) / 2.
+  CHECK(scores["overall"]["progression"].get<double>() == doctest::Approx(0.5));
+  CHECK(scores["overall"]["progression_se"].get<double>() == doctest::Approx(std::sqrt(3.0) / 6));
+  // Seeds that move every task together widen it: B = A gives twice A's deviations per seed.
+  const nlohmann::json alike = scores_json({a, a});
+  CHECK(alike["overall"]["progression_se"].get<double>() == doctest::Approx(1.0 / 3));
+  TaskScore short_task = b;
+  short_task.episode_progression.pop_back();
+  CHECK_THROWS_AS(scores_json({a, short_task}), std::invalid_argument);
+}
+
 TEST_CASE("keep_best: the run's model is its actor of highest evaluated progression, not its last") {
   const std::string root = turnrl::test::temp_root("turnrl_keep_best_test");
   std::filesystem::remove_all(root);
@@ -568,7 +593,7 @@ TEST_CASE("keep_best: the run's model is its actor of highest evaluated progress
                            "turn:\n  layout: compact\n  reply_format: action-tag\n  invalid_feedback: false\n"
                            "ppo:\n  minibatch: 6\n  epochs: 1\n  actor_lr: 1.0e-2\n  critic_warmup_iterations: 0\n"
                            "run:\n  iterations: 4\n  eval_every: 1\n  eval_episodes: 4\n  eval_decoding: sampled\n"
-                           "  keep_best: true\n  final_eval_seed: 300000\n  out: " + root + "/run\n";
+                           "  keep_best: true\n  final_eval_seed: 300000\n  final_eval_episodes: 6\n  out: " + root + "/run\n";
   // A stale best from an earlier run in the same folder must not survive a fresh run.
   std::filesystem::create_directories(root + "/run/best");
   std::ofstream(root + "/run/best/best.json") << R"({"iteration": 9, "progression": 2.0})";
@@ -604,9 +629,10 @@ TEST_CASE("keep_best: the run's model is its actor of highest evaluated progress
   REQUIRE(finals.size() == 1u);
   CHECK(finals[0].at("iteration") == best_iteration);
   CHECK(finals[0].at("first_seed") == 300000);
+  CHECK(finals[0].at("episodes") == 6);  // final_eval_episodes, not the periodic evaluations' 4
   auto sampled_scores = [&](const std::string& model) {
     const auto sampler = make_policy_agent(turnrl::agents::LanguageModel::load(model), run, false, run.run.seed);
-    return evaluate({run.env.ids, run.env.options, run.turn, 300000, 4}, *sampler).at(0);
+    return evaluate({run.env.ids, run.env.options, run.turn, 300000, 6}, *sampler).at(0);
   };
   const TaskScore kept = sampled_scores(root + "/run/model");
   CHECK(finals[0].at("progression").get<double>() == doctest::Approx(kept.progression));

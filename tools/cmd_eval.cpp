@@ -171,9 +171,15 @@ int evaluate_run(const std::string& run_dir, const std::string& seeds, const std
   write_file(out_dir / "summary.md", summary_markdown(rows));
   write_file(out_dir / "summary.svg", summary_svg(rows));
   for (const trainer::TaskScore& score : scores) {
-    std::printf("%-28s %4d episodes  success %.3f  progression %.3f\n", score.task.c_str(), score.episodes, score.success,
-                score.progression);
+    std::printf("%-28s %4d episodes  success %.3f  progression %.3f +- %.3f\n", score.task.c_str(), score.episodes, score.success,
+                score.progression, summary["tasks"][score.task]["progression_se"].get<double>());
     if (!score.unlock_rates.empty()) std::printf("%-28s Crafter score %.1f%%: %s\n", "", score.crafter_score, trainer::unlock_summary(score).c_str());
+  }
+  const nlohmann::json& overall = summary["overall"];
+  if (scores.size() > 1) {
+    std::printf("%-28s %4d episodes  success %.3f  progression %.3f +- %.3f (standard error, clustered by seed)\n", "overall",
+                overall["episodes"].get<int>(), overall["success"].get<double>(), overall["progression"].get<double>(),
+                overall["progression_se"].get<double>());
   }
   spdlog::info("wrote {}/summary.json", out_dir.string());
   return 0;

@@ -240,18 +240,20 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     }
   }
 
-  // Scores `agent` on run.eval_episodes seeds per task from `first_seed`, logs it, returns its metrics line.
-  auto score_actor = [&](agents::Agent& agent, const char* type, int iteration, uint64_t first_seed, std::vector<TaskScore>* tasks_out) {
-    const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, first_seed, c.run.eval_episodes};
+  // Scores `agent` on `episodes` seeds per task from `first_seed`, logs it, returns its metrics line.
+  auto score_actor = [&](agents::Agent& agent, const char* type, int iteration, uint64_t first_seed, int episodes,
+                         std::vector<TaskScore>* tasks_out) {
+    const EvaluationSpec spec{c.env.ids, c.env.options, c.turn, first_seed, episodes};
     const std::vector<TaskScore> tasks = evaluate(spec, agent);
     const nlohmann::json scores = scores_json(tasks);
     double length = 0;
     for (const TaskScore& task : tasks) length += task.mean_length / tasks.size();
     const double success = scores["overall"]["success"];
     const double progression = scores["overall"]["progression"];
+    const double progression_se = scores["overall"]["progression_se"];
     const std::string& decoding = c.run.eval_decoding;
-    spdlog::info("{:<5} iter {:4d} | {:5.1f} min | {} success {:.3f}, progression {:.3f} on {} seeds from {} per task | mean length {:.1f}",
-                 type, iteration, elapsed() / 60.0, decoding, success, progression, c.run.eval_episodes, first_seed, length);
+    spdlog::info("{:<5} iter {:4d} | {:5.1f} min | {} success {:.3f}, progression {:.3f} +- {:.3f} on {} seeds from {} per task | mean length {:.1f}",
+                 type, iteration, elapsed() / 60.0, decoding, success, progression, progression_se, episodes, first_seed, length);
     for (const TaskScore& task : tasks) {
       if (tasks.size() > 1) spdlog::info("      {:<28} {} success {:.3f}, progression {:.3f}", task.task, decoding, task.success, task.progression);
       if (!task.unlock_rates.empty()) spdlog::info("      {:<28} Crafter score {:.1f}%: {}", task.task, task.crafter_score, unlock_summary(task));
@@ -259,7 +261,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     if (tasks_out) *tasks_out = tasks;
     return nlohmann::json{{"type", type},         {"iteration", iteration},     {"minutes", elapsed() / 60.0},
                           {"decoding", decoding}, {"success", success},         {"progression", progression},
-                          {"mean_length", length}, {"episodes", c.run.eval_episodes}, {"first_seed", first_seed},
+                          {"progression_se", progression_se}, {"mean_length", length}, {"episodes", episodes}, {"first_seed", first_seed},
                           {"tasks", scores["tasks"]}};
   };
   double last_eval_seconds = 0;  // what the final evaluation is expected to take (run.total_minutes)
@@ -268,7 +270,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     if (c.run.eval_episodes <= 0 || !writer) return;
     const auto eval_start = Clock::now();
     std::vector<TaskScore> tasks;
-    nlohmann::json line = score_actor(*s.evaluator, "eval", s.iteration, c.run.eval_seed, &tasks);
+    nlohmann::json line = score_actor(*s.evaluator, "eval", s.iteration, c.run.eval_seed, c.run.eval_episodes, &tasks);
     const double progression = line["progression"];
     std::vector<double> task_progression;
     for (const TaskScore& task : tasks) task_progression.push_back(task.progression);
@@ -323,9 +325,10 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     return done > 0 ? (elapsed() - loop_start) / done : 0.0;
   };
   // Seconds left before run.total_minutes, keeping back what the next iteration and the closing
-  // evaluations (the last one's duration, twice with keep_best's rescoring) are expected to take.
+  // evaluations (the last one's duration, and with keep_best the final one's, scaled by its seeds) are expected to take.
   auto total_seconds_left = [&] {
-    const double closing = last_eval_seconds * (c.run.keep_best ? 2 : 1);
+    const double final_share = c.run.eval_episodes > 0 ? static_cast<double>(c.run.final_episodes()) / c.run.eval_episodes : 0.0;
+    const double closing = last_eval_seconds * (1 + (c.run.keep_best ? final_share : 0));
     return c.run.total_minutes * 60.0 - s.setup_seconds - elapsed() - seconds_per_iteration() - closing;
   };
   auto out_of_time = [&] {
@@ -495,7 +498,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     if (!stopped) {
       const std::unique_ptr<agents::Agent> kept = make_policy_agent(agents::LanguageModel::load(c.run.out + "/model", c.model.device), c,
                                                                      c.run.eval_decoding == "greedy", c.run.seed);
-      metrics << score_actor(*kept, "final", best.iteration, c.run.final_eval_seed, nullptr).dump() << "\n" << std::flush;
+      metrics << score_actor(*kept, "final", best.iteration, c.run.final_eval_seed, c.run.final_episodes(), nullptr).dump() << "\n" << std::flush;
     }
   } else if (writer) {
     save_model(c.run.out + "/model", l, s.base_model());

@@ -226,6 +226,7 @@ TrainConfig TrainConfig::load(const std::string& path) {
   run.read("keep_best", c.run.keep_best);
   if (c.run.keep_best && c.run.eval_episodes == 0) run.fail("keep_best", "needs evaluations (eval_episodes > 0) to pick the best actor");
   run.read("final_eval_seed", c.run.final_eval_seed);
+  run.read("final_eval_episodes", c.run.final_eval_episodes, non_negative<int>(), "must be >= 0");
   run.read("train_seed", c.run.train_seed);
   if (c.run.overlaps_training_seeds(c.run.eval_seed, static_cast<uint64_t>(c.run.eval_episodes))) {
     run.fail("eval_seed", fmt::format("evaluation seeds {}..{} overlap the training seeds {}..{} (train_seed + seed * {})",
@@ -234,14 +235,15 @@ TrainConfig TrainConfig::load(const std::string& path) {
                                       TrainConfig::Run::kTrainingSeedSpan));
   }
   const uint64_t episodes = static_cast<uint64_t>(c.run.eval_episodes);
-  if (c.run.keep_best && TrainConfig::Run::seed_blocks_overlap(c.run.final_eval_seed, episodes, c.run.eval_seed, episodes)) {
+  const uint64_t final_episodes = static_cast<uint64_t>(c.run.final_episodes());
+  if (c.run.keep_best && TrainConfig::Run::seed_blocks_overlap(c.run.final_eval_seed, final_episodes, c.run.eval_seed, episodes)) {
     run.fail("final_eval_seed", fmt::format("final evaluation seeds {}..{} overlap the evaluation seeds {}..{} that choose the kept actor",
-                                            c.run.final_eval_seed, c.run.final_eval_seed + episodes - 1, c.run.eval_seed,
+                                            c.run.final_eval_seed, c.run.final_eval_seed + final_episodes - 1, c.run.eval_seed,
                                             c.run.eval_seed + episodes - 1));
   }
-  if (c.run.keep_best && c.run.overlaps_training_seeds(c.run.final_eval_seed, episodes)) {
+  if (c.run.keep_best && c.run.overlaps_training_seeds(c.run.final_eval_seed, final_episodes)) {
     run.fail("final_eval_seed", fmt::format("final evaluation seeds {}..{} overlap the training seeds from {}", c.run.final_eval_seed,
-                                            c.run.final_eval_seed + episodes - 1, c.run.first_training_seed()));
+                                            c.run.final_eval_seed + final_episodes - 1, c.run.first_training_seed()));
   }
   run.finish();
   root.finish();
@@ -334,7 +336,7 @@ std::string TrainConfig::to_yaml() const {
       << YAML::Key << "eval_every" << YAML::Value << run.eval_every << YAML::Key << "eval_episodes" << YAML::Value
       << run.eval_episodes << YAML::Key << "eval_seed" << YAML::Value << run.eval_seed << YAML::Key << "eval_decoding" << YAML::Value << run.eval_decoding
       << YAML::Key << "keep_best" << YAML::Value << run.keep_best << YAML::Key << "final_eval_seed" << YAML::Value
-      << run.final_eval_seed << YAML::Key << "train_seed"
+      << run.final_eval_seed << YAML::Key << "final_eval_episodes" << YAML::Value << run.final_eval_episodes << YAML::Key << "train_seed"
       << YAML::Value << run.train_seed << YAML::EndMap;
   out << YAML::EndMap;
   return out.c_str();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <spdlog/fmt/fmt.h>
 
@@ -15,6 +16,7 @@ std::vector<TaskScore> evaluate(const EvaluationSpec& spec, agents::Agent& agent
   std::vector<EpisodeJob> jobs;
   for (size_t k = 0; k < spec.tasks.size(); ++k) {
     scores[k].task = spec.tasks[k];
+    scores[k].episode_progression.assign(static_cast<size_t>(std::max(0, spec.episodes)), 0.0);
     for (const std::string& name : envs::make_env(spec.tasks[k], spec.env_options)->achievement_names()) scores[k].unlock_rates[name] = 0.0;
     for (int i = 0; i < spec.episodes; ++i) jobs.push_back({spec.tasks[k], spec.first_seed + static_cast<uint64_t>(i), k});
   }
@@ -32,6 +34,7 @@ std::vector<TaskScore> evaluate(const EvaluationSpec& spec, agents::Agent& agent
         ++score.episodes;
         score.success += log.progression >= 1.0 ? 1.0 : 0.0;
         score.progression += log.progression;
+        score.episode_progression.at(log.job.seed - spec.first_seed) = log.progression;
         score.mean_return += log.episode_return;
         score.mean_length += static_cast<double>(log.turns.size());
         for (const std::string& name : log.achievements) score.unlock_rates[name] += 1.0;
@@ -66,12 +69,37 @@ std::string unlock_summary(const TaskScore& score) {
   return text.empty() ? "none unlocked" : text;
 }
 
+namespace {
+
+/** The standard error of the mean over tasks of their mean progression, clustered by seed offset:
+ *  sqrt(G / (G - 1) * sum_i (sum_t (x_ti - m_t))^2) / (T G) for T tasks of G episodes each (for
+ *  one task, the sample spread / sqrt(G)). */
+double progression_se(const std::vector<TaskScore>& scores) {
+  if (scores.empty()) return 0.0;
+  const size_t seeds = scores.front().episode_progression.size();
+  if (seeds < 2) return 0.0;
+  double squares = 0;
+  for (size_t i = 0; i < seeds; ++i) {
+    double deviation = 0;
+    for (const TaskScore& score : scores) {
+      if (score.episode_progression.size() != seeds) throw std::invalid_argument("tasks scored on different numbers of seeds");
+      deviation += score.episode_progression[i] - score.progression;
+    }
+    squares += deviation * deviation;
+  }
+  const double g = static_cast<double>(seeds);
+  return std::sqrt(g / (g - 1) * squares) / (static_cast<double>(scores.size()) * g);
+}
+
+}  // namespace
+
 nlohmann::json scores_json(const std::vector<TaskScore>& scores) {
   nlohmann::json tasks = nlohmann::json::object();
   double success = 0, progression = 0;
   int episodes = 0;
   for (const TaskScore& score : scores) {
-    tasks[score.task] = {{"episodes", score.episodes}, {"success", score.success}, {"progression", score.progression}};
+    tasks[score.task] = {{"episodes", score.episodes}, {"success", score.success}, {"progression", score.progression},
+                         {"progression_se", progression_se({score})}};
     if (!score.unlock_rates.empty()) {
       tasks[score.task]["unlock_rates"] = score.unlock_rates;
       tasks[score.task]["crafter_score"] = score.crafter_score;
@@ -80,7 +108,8 @@ nlohmann::json scores_json(const std::vector<TaskScore>& scores) {
     progression += score.progression / scores.size();
     episodes += score.episodes;
   }
-  return {{"tasks", tasks}, {"overall", {{"episodes", episodes}, {"success", success}, {"progression", progression}}}};
+  return {{"tasks", tasks},
+          {"overall", {{"episodes", episodes}, {"success", success}, {"progression", progression}, {"progression_se", progression_se(scores)}}}};
 }
 
 }  // namespace turnrl::trainer

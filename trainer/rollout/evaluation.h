@@ -20,6 +20,8 @@ struct TaskScore {
   int episodes = 0;
   double success = 0.0;      // share of episodes with full progression
   double progression = 0.0;  // BALROG's progression, mean over episodes
+  /** Each episode's progression by seed offset: episode i played first_seed + i. */
+  std::vector<double> episode_progression;
   double mean_return = 0.0, mean_length = 0.0;
   /** Envs with achievements (Crafter): the share of episodes that unlocked each one, and Crafter's
    *  score over them, exp(mean ln(1 + rate%)) - 1 in percent (Hafner 2021, sec. 3). */
@@ -48,8 +50,11 @@ double crafter_score(const std::map<std::string, double>& unlock_rates);
 /** "collect_wood 0.90, place_table 0.40, ..." (the unlocked ones, most frequent first). */
 std::string unlock_summary(const TaskScore& score);
 
-/** `{"tasks": {id: {"episodes", "success", "progression"[, "unlock_rates", "crafter_score"]}},
- *  "overall": {...}}` (overall: task means). */
+/** `{"tasks": {id: {"episodes", "success", "progression", "progression_se"[, "unlock_rates",
+ *  "crafter_score"]}}, "overall": {...}}` (overall: task means). `progression_se` is the standard
+ *  error from `episode_progression`: a task's sample spread / sqrt(episodes); overall, the episodes
+ *  of one seed offset count as one sample, since every task plays the same seeds and they need not
+ *  be independent across tasks (cluster-robust, clustered by seed). */
 nlohmann::json scores_json(const std::vector<TaskScore>& scores);
 
 }  // namespace turnrl::trainer
