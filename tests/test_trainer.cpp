@@ -356,12 +356,12 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("r2.yaml", base + "run:\n  eval_decoding: beam\n", "r2.yaml:4: run.eval_decoding: must be greedy or sampled");
   fails_with("r3.yaml", base + "run:\n  eval_episodes: 0\n  keep_best: true\n", "r3.yaml:5: run.keep_best: needs evaluations");
   fails_with("r4.yaml", base + "run:\n  keep_best: true\n  eval_seed: 100000\n  final_eval_seed: 100100\n",
-             "r4.yaml:6: run.final_eval_seed: final evaluation seeds 100100..100299 overlap the evaluation seeds 100000..100199");
+             "r4.yaml:6: run.final_eval_seed: final evaluation seeds 100100..100299 overlap the periodic evaluation seeds 100000..100199");
   fails_with("r5.yaml", base + "run:\n  keep_best: true\n  final_eval_seed: 1000100\n",
              "r5.yaml:5: run.final_eval_seed: final evaluation seeds 1000100..1000299 overlap the training seeds from 1000000");
   // The final evaluation's block is as long as final_eval_episodes says, so that length decides overlap.
   fails_with("r6.yaml", base + "run:\n  keep_best: true\n  final_eval_seed: 99900\n  final_eval_episodes: 150\n",
-             "r6.yaml:5: run.final_eval_seed: final evaluation seeds 99900..100049 overlap the evaluation seeds 100000..100199");
+             "r6.yaml:5: run.final_eval_seed: final evaluation seeds 99900..100049 overlap the periodic evaluation seeds 100000..100199");
   fails_with("r7.yaml", base + "run:\n  final_eval_episodes: -4\n", "r7.yaml:4: run.final_eval_episodes: must be >= 0");
   fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
   fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
@@ -504,7 +504,7 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
                            "turn:\n  layout: compact\n  history: 1\n  reply_format: action-tag\n  invalid_feedback: false\n"
                            "ppo:\n  minibatch: 6\n  epochs: 1\n"
                            "run:\n  iterations: 3\n  checkpoint_every: 2\n  eval_every: 10\n  eval_episodes: 3\n"
-                           "  eval_decoding: sampled\n  out: " + root + "/run\n";
+                           "  eval_decoding: sampled\n  final_eval_seed: 9000\n  final_eval_episodes: 5\n  out: " + root + "/run\n";
   const TrainConfig config = TrainConfig::load(write_config("run_model.yaml", yaml));
   PpoTrainer(config, "").train();
   CHECK(read_json(root + "/run/checkpoint/state.json").at("iteration") == 3);
@@ -553,6 +553,18 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
     INFO(score.task);
     CHECK(evals.back().at("tasks").at(score.task).at("progression").get<double>() == doctest::Approx(score.progression));
   }
+  // Without keep_best, final_eval_episodes still scores the run's model (the last actor) once more,
+  // on its own block of seeds, sampled as the run's evaluations are.
+  const std::vector<nlohmann::json> finals = metrics_of_type(root + "/run/metrics.jsonl", "final");
+  REQUIRE(finals.size() == 1u);
+  CHECK(finals[0].at("iteration") == 3);
+  CHECK(finals[0].at("episodes") == 5);
+  CHECK(finals[0].at("first_seed") == 9000);
+  for (const TaskScore& score : evaluate({run.env.ids, run.env.options, run.turn, 9000, 5}, *sampler)) {
+    INFO(score.task);
+    CHECK(finals[0].at("tasks").at(score.task).at("progression").get<double>() == doctest::Approx(score.progression));
+    CHECK(finals[0].at("tasks").at(score.task).at("episodes") == 5);
+  }
   const auto generated = turnrl::test::run_turnrl("generate --model " + root + "/run/model --prompt 'go to the red ball' --max-new-tokens 4");
   CHECK_MESSAGE(generated.exit_code == 0, generated.output);
   // An interrupted run saves too: SIGTERM lets the iteration in flight finish, then saves.
@@ -562,6 +574,7 @@ TEST_CASE("a run is a model: the final state is saved, and eval --run scores it 
   CHECK(WEXITSTATUS(std::system(command.c_str())) == 0);
   CHECK(read_json(root + "/stopped/checkpoint/state.json").at("iteration").get<int>() >= 1);
   CHECK(std::filesystem::exists(root + "/stopped/model/model.safetensors"));
+  CHECK(metrics_of_type(root + "/stopped/metrics.jsonl", "final").empty());  // a stopped run skips its final evaluation
 }
 
 TEST_CASE("scores_json: progression's standard error per task, and overall clustered by seed") {

@@ -325,10 +325,10 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     return done > 0 ? (elapsed() - loop_start) / done : 0.0;
   };
   // Seconds left before run.total_minutes, keeping back what the next iteration and the closing
-  // evaluations (the last one's duration, and with keep_best the final one's, scaled by its seeds) are expected to take.
+  // evaluations (the last one's duration, and the final one's, scaled by its seeds) are expected to take.
   auto total_seconds_left = [&] {
     const double final_share = c.run.eval_episodes > 0 ? static_cast<double>(c.run.final_episodes()) / c.run.eval_episodes : 0.0;
-    const double closing = last_eval_seconds * (1 + (c.run.keep_best ? final_share : 0));
+    const double closing = last_eval_seconds * (1 + final_share);
     return c.run.total_minutes * 60.0 - s.setup_seconds - elapsed() - seconds_per_iteration() - closing;
   };
   auto out_of_time = [&] {
@@ -489,19 +489,22 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   if (last_checkpoint != s.iteration || on_any_rank(ranks, writer && !std::filesystem::exists(c.run.out + "/checkpoint"))) {
     checkpoint_now();
   }
+  int model_iteration = s.iteration;
   if (writer && c.run.keep_best && best.iteration >= 0) {
     copy_model(complete_folder(best_dir, "best.json"), c.run.out + "/model");
+    model_iteration = best.iteration;
     spdlog::info("model: the actor of iteration {} (progression {:.3f}, the best evaluation); the last one is in {}/checkpoint/actor",
                  best.iteration, best.progression, c.run.out);
-    // The evaluation seeds chose this actor, so its score on them reads high: score it once more on
-    // seeds that took no part in the choice, decoded as the run's evaluations are.
-    if (!stopped) {
-      const std::unique_ptr<agents::Agent> kept = make_policy_agent(agents::LanguageModel::load(c.run.out + "/model", c.model.device), c,
-                                                                     c.run.eval_decoding == "greedy", c.run.seed);
-      metrics << score_actor(*kept, "final", best.iteration, c.run.final_eval_seed, c.run.final_episodes(), nullptr).dump() << "\n" << std::flush;
-    }
   } else if (writer) {
     save_model(c.run.out + "/model", l, s.base_model());
+  }
+  // With keep_best the evaluation seeds chose the model, so its score on them reads high: score it
+  // once more on seeds that took no part in the choice, decoded as the run's evaluations are.
+  if (writer && c.run.has_final_eval() && !stopped) {
+    const std::unique_ptr<agents::Agent> model = make_policy_agent(agents::LanguageModel::load(c.run.out + "/model", c.model.device), c,
+                                                                    c.run.eval_decoding == "greedy", c.run.seed);
+    metrics << score_actor(*model, "final", model_iteration, c.run.final_eval_seed, c.run.final_episodes(), nullptr).dump() << "\n"
+            << std::flush;
   }
   if (ranks) ranks->barrier();  // every rank returns once the run is saved
   spdlog::info("done: {} iterations in {:.1f} min ({:.1f} min with the format stage and loading); model in {}/model, metrics in "

@@ -236,12 +236,12 @@ TrainConfig TrainConfig::load(const std::string& path) {
   }
   const uint64_t episodes = static_cast<uint64_t>(c.run.eval_episodes);
   const uint64_t final_episodes = static_cast<uint64_t>(c.run.final_episodes());
-  if (c.run.keep_best && TrainConfig::Run::seed_blocks_overlap(c.run.final_eval_seed, final_episodes, c.run.eval_seed, episodes)) {
-    run.fail("final_eval_seed", fmt::format("final evaluation seeds {}..{} overlap the evaluation seeds {}..{} that choose the kept actor",
+  if (c.run.has_final_eval() && TrainConfig::Run::seed_blocks_overlap(c.run.final_eval_seed, final_episodes, c.run.eval_seed, episodes)) {
+    run.fail("final_eval_seed", fmt::format("final evaluation seeds {}..{} overlap the periodic evaluation seeds {}..{}",
                                             c.run.final_eval_seed, c.run.final_eval_seed + final_episodes - 1, c.run.eval_seed,
                                             c.run.eval_seed + episodes - 1));
   }
-  if (c.run.keep_best && c.run.overlaps_training_seeds(c.run.final_eval_seed, final_episodes)) {
+  if (c.run.has_final_eval() && c.run.overlaps_training_seeds(c.run.final_eval_seed, final_episodes)) {
     run.fail("final_eval_seed", fmt::format("final evaluation seeds {}..{} overlap the training seeds from {}", c.run.final_eval_seed,
                                             c.run.final_eval_seed + final_episodes - 1, c.run.first_training_seed()));
   }

@@ -150,13 +150,16 @@ struct TrainConfig {
     /** Whether RUN/model is the evaluated actor of highest progression (kept in RUN/best/ as the run
      *  goes) rather than the last; the evaluation seeds then select it, so score it on others. */
     bool keep_best = false;
-    /** With keep_best, the kept actor is scored once more at the end on `final_eval_episodes` seeds
-     *  per task from here (metrics type "final"): seeds that took no part in choosing it. */
+    /** The final evaluation (metrics type "final") scores the run's model once more at the end on
+     *  `final_episodes()` seeds per task from here: with keep_best, seeds that took no part in
+     *  choosing it. */
     uint64_t final_eval_seed = 200000;
-    /** Seeds per task of that final evaluation; 0 (the default) takes `eval_episodes`. More seeds
-     *  than the periodic evaluations' give the kept actor's figure a smaller standard error. */
+    /** Seeds per task of the final evaluation; 0 (the default): `eval_episodes` with keep_best, no
+     *  final evaluation without. More seeds than the periodic evaluations' give the model's figure a
+     *  smaller standard error. */
     int final_eval_episodes = 0;
-    int final_episodes() const { return final_eval_episodes > 0 ? final_eval_episodes : eval_episodes; }
+    bool has_final_eval() const { return keep_best || final_eval_episodes > 0; }
+    int final_episodes() const { return final_eval_episodes > 0 ? final_eval_episodes : keep_best ? eval_episodes : 0; }
     uint64_t train_seed = 1000000;
     /** Seeds a run's training episodes may take: [train_seed + seed * span, + span). Runs with
      *  other `seed`s take the next blocks; evaluation seeds must lie outside the block. */
