@@ -158,8 +158,8 @@ struct TrainConfig {
      *  final evaluation without. More seeds than the periodic evaluations' give the model's figure a
      *  smaller standard error. */
     int final_eval_episodes = 0;
-    bool has_final_eval() const { return keep_best || final_eval_episodes > 0; }
     int final_episodes() const { return final_eval_episodes > 0 ? final_eval_episodes : keep_best ? eval_episodes : 0; }
+    bool has_final_eval() const { return final_episodes() > 0; }
     uint64_t train_seed = 1000000;
     /** Seeds a run's training episodes may take: [train_seed + seed * span, + span). Runs with
      *  other `seed`s take the next blocks; evaluation seeds must lie outside the block. */

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <stdexcept>
 
 #include <spdlog/fmt/fmt.h>
@@ -74,7 +75,7 @@ namespace {
 /** The standard error of the mean over tasks of their mean progression, clustered by seed offset:
  *  sqrt(G / (G - 1) * sum_i (sum_t (x_ti - m_t))^2) / (T G) for T tasks of G episodes each (for
  *  one task, the sample spread / sqrt(G)). */
-double progression_se(const std::vector<TaskScore>& scores) {
+double progression_se(std::span<const TaskScore> scores) {
   if (scores.empty()) return 0.0;
   const size_t seeds = scores.front().episode_progression.size();
   if (seeds < 2) return 0.0;
@@ -99,7 +100,7 @@ nlohmann::json scores_json(const std::vector<TaskScore>& scores) {
   int episodes = 0;
   for (const TaskScore& score : scores) {
     tasks[score.task] = {{"episodes", score.episodes}, {"success", score.success}, {"progression", score.progression},
-                         {"progression_se", progression_se({score})}};
+                         {"progression_se", progression_se({&score, 1})}};
     if (!score.unlock_rates.empty()) {
       tasks[score.task]["unlock_rates"] = score.unlock_rates;
       tasks[score.task]["crafter_score"] = score.crafter_score;
