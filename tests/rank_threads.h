@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "trainer/distributed.h"
+#include "trainer/dist/distributed.h"
 
 namespace turnrl::test {
 

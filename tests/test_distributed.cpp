@@ -19,12 +19,12 @@
 #include "rank_threads.h"
 #include "test_util.h"
 #include "train_test_util.h"
-#include "trainer/distributed.h"
-#include "trainer/policy_agent.h"
-#include "trainer/ppo_update.h"
-#include "trainer/reward_stage.h"
+#include "trainer/dist/distributed.h"
+#include "trainer/rollout/policy_agent.h"
+#include "trainer/algo/ppo_update.h"
+#include "trainer/rewards/reward_stage.h"
 #include "trainer/rollout/rollout.h"
-#include "trainer/targets.h"
+#include "trainer/algo/targets.h"
 
 using namespace turnrl::trainer;
 using turnrl::test::read_json;

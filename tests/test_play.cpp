@@ -12,7 +12,7 @@
 #include "envs/registry.h"
 #include "test_util.h"
 #include "trainer/rollout/episode_runner.h"
-#include "trainer/rollout/config_reader.h"
+#include "trainer/config/config_reader.h"
 #include "trainer/rollout/turn_settings.h"
 
 using namespace turnrl;

@@ -11,7 +11,7 @@
 #include "agents/model/new_model.h"
 #include "agents/model/qwen2_model.h"
 #include "test_util.h"
-#include "trainer/process_scorer.h"
+#include "trainer/rewards/process_scorer.h"
 
 using namespace turnrl;
 using doctest::Approx;

@@ -9,9 +9,9 @@
 #include <mutex>
 
 #include "tools/stub_http_server.h"
-#include "trainer/http_scorer.h"
-#include "trainer/reward_stage.h"
-#include "trainer/reward_stream.h"
+#include "trainer/rewards/http_scorer.h"
+#include "trainer/rewards/reward_stage.h"
+#include "trainer/rewards/reward_stream.h"
 #include "trainer/rewards/reward_manager.h"
 
 using namespace turnrl;

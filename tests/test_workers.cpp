@@ -23,7 +23,7 @@
 #include "trainer/rollout/slot_fibers.h"
 #include "trainer/rollout/worker_env.h"
 #include "trainer/rollout/worker_pool.h"
-#include "trainer/train_config.h"
+#include "trainer/config/train_config.h"
 
 using namespace turnrl;
 using namespace std::chrono_literals;

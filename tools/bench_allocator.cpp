@@ -20,7 +20,7 @@
 #include "tools/allocator.h"
 #include "tools/bench.h"
 #include "tools/cli.h"
-#include "trainer/sft_step.h"
+#include "trainer/sft/sft_step.h"
 
 namespace turnrl::tools {
 namespace {

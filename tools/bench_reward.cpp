@@ -17,7 +17,7 @@
 #include "tools/bench.h"
 #include "tools/cli.h"
 #include "tools/stub_http_server.h"
-#include "trainer/http_scorer.h"
+#include "trainer/rewards/http_scorer.h"
 #include "trainer/rollout/rollout.h"
 
 namespace turnrl::tools {

@@ -26,7 +26,7 @@
 #include "tools/chat_server.h"
 #include "tools/cli.h"
 #include "tools/openai_stub_server.h"
-#include "trainer/policy_agent.h"
+#include "trainer/rollout/policy_agent.h"
 #include "trainer/rollout/rollout.h"
 
 namespace turnrl::tools {

@@ -14,14 +14,14 @@
 #include "tools/cli.h"
 #include "tools/command.h"
 #include "tools/env_options.h"
-#include "trainer/rollout/config_reader.h"
+#include "trainer/config/config_reader.h"
 #include "trainer/rollout/env_slot.h"
 #include "trainer/rollout/episode_runner.h"
-#include "trainer/run_folder.h"
-#include "trainer/train_config.h"
+#include "trainer/run/run_folder.h"
+#include "trainer/config/train_config.h"
 #ifdef TURNRL_WITH_TORCH
 #include "agents/model/language_model.h"
-#include "trainer/policy_agent.h"
+#include "trainer/rollout/policy_agent.h"
 #endif
 
 namespace turnrl::tools {

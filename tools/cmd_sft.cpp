@@ -9,13 +9,13 @@
 #include "tools/cli.h"
 #include "tools/command.h"
 #include "tools/rank_launcher.h"
-#include "trainer/distributed.h"
-#include "trainer/format_stage.h"
-#include "trainer/lr_schedule.h"
-#include "trainer/rollout/config_reader.h"
-#include "trainer/rollout/sft_data.h"
-#include "trainer/sft.h"
-#include "trainer/train_config.h"
+#include "trainer/dist/distributed.h"
+#include "trainer/sft/format_stage.h"
+#include "trainer/sft/lr_schedule.h"
+#include "trainer/config/config_reader.h"
+#include "trainer/sft/sft_data.h"
+#include "trainer/sft/sft.h"
+#include "trainer/config/train_config.h"
 
 namespace turnrl::tools {
 namespace {

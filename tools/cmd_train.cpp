@@ -7,8 +7,8 @@
 #include "tools/cli.h"
 #include "tools/command.h"
 #include "tools/rank_launcher.h"
-#include "trainer/distributed.h"
-#include "trainer/ppo_trainer.h"
+#include "trainer/dist/distributed.h"
+#include "trainer/run/ppo_trainer.h"
 
 namespace turnrl::tools {
 namespace {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "envs/registry.h"
-#include "trainer/rollout/config_reader.h"
+#include "trainer/config/config_reader.h"
 
 namespace turnrl::tools {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <set>
 
-#include "trainer/svg_chart.h"
+#include "trainer/run/svg_chart.h"
 
 namespace turnrl::tools {
 namespace {

@@ -13,7 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tools/cli.h"
-#include "trainer/distributed.h"
+#include "trainer/dist/distributed.h"
 
 namespace turnrl::tools {
 namespace {

@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 namespace turnrl::trainer {
-class ProcessGroup;  // trainer/distributed.h
+class ProcessGroup;  // trainer/dist/distributed.h
 }
 
 namespace turnrl::tools {

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev                  # the LLM policy, critic and trainer (agents/, trainer/)
-  libgloo-dev                   # c10d's Gloo backend headers: data-parallel training (trainer/distributed.*)
+  libgloo-dev                   # c10d's Gloo backend headers: data-parallel training (trainer/dist/distributed.*)
   libopenblas0-pthread          # Debian's libtorch multiplies through the system BLAS: ~30x over the reference BLAS
   libboost-dev libboost-system-dev  # Asio/Beast for the OpenAI-compatible HTTP agent
   libboost-fiber-dev libboost-context-dev  # one fiber per rollout slot (trainer/rollout/): a slot awaits its reply without a batch barrier

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "trainer/rollout/config_reader.h"
+#include "trainer/config/config_reader.h"
 #include "trainer/rollout/turn_settings.h"
-#include "trainer/train_config.h"
+#include "trainer/config/train_config.h"
 
 using namespace turnrl;
 using turnrl::fuzz::check;

@@ -1,10 +1,10 @@
 #pragma once
 // Mean and unbiased standard deviation of a group of numbers: the normalisation every estimator
-// uses (trainer/advantages.cpp's whitening and group estimators, GiGPO, dynamic sampling).
+// uses (trainer/algo/advantages.cpp's whitening and group estimators, GiGPO, dynamic sampling).
 #include <cstddef>
 #include <vector>
 
-#include "trainer/rank_sum.h"
+#include "trainer/dist/rank_sum.h"
 
 namespace turnrl::trainer::rewards {
 

@@ -12,7 +12,7 @@
 
 namespace turnrl::trainer::rewards {
 
-/** How replies are valued in training (trainer/process_scorer.h; the `reward.process` config section). */
+/** How replies are valued in training (trainer/rewards/process_scorer.h; the `reward.process` config section). */
 struct ProcessRewardConfig {
   SegmentationConfig segmentation;
   /** Text after a prefix that forces an answer now (its tokens, then the answer's, are scored); the

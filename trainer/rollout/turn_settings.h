@@ -9,7 +9,7 @@
 
 #include "envs/reply_parser.h"
 #include "memory/history.h"
-#include "trainer/rollout/config_reader.h"
+#include "trainer/config/config_reader.h"
 
 namespace turnrl::trainer {
 
