@@ -1,12 +1,26 @@
 #include "envs/expert.h"
 
+#include <algorithm>
 #include <stdexcept>
 
-#include "envs/babaisai/babaisai_expert.h"
-#include "envs/babyai/babyai_expert.h"
-#include "envs/crafter/crafter_expert.h"
+#include "envs/registry.h"
 
 namespace turnrl::envs {
+namespace {
+
+const char* sight_name(ExpertSight sight) { return sight == ExpertSight::kView ? "view" : "full"; }
+
+/** The families whose expert plays with `sight`, for error messages. */
+std::string families_with_expert(ExpertSight sight) {
+  std::string names;
+  for (const EnvFamily& family : env_families()) {
+    if (std::ranges::find(family.expert_sights, sight) == family.expert_sights.end()) continue;
+    names += (names.empty() ? "" : ", ") + family.name;
+  }
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
 
 ExpertSight parse_expert_sight(const std::string& name) {
   if (name == "full") return ExpertSight::kFull;
@@ -15,18 +29,16 @@ ExpertSight parse_expert_sight(const std::string& name) {
 }
 
 bool has_expert(const Env& env, ExpertSight sight) {
-  // Crafter's expert reads the whole map, and its prompt shows a 9x7 window of it.
-  if (dynamic_cast<const crafter::CrafterEnv*>(&env) != nullptr) return sight == ExpertSight::kFull;
-  return dynamic_cast<const babaisai::BabaIsAIEnv*>(&env) != nullptr || dynamic_cast<const babyai::BabyAIEnv*>(&env) != nullptr;
+  const EnvFamily& family = family_of(env.id());
+  return family.expert && std::ranges::find(family.expert_sights, sight) != family.expert_sights.end();
 }
 
 ExpertMove expert_move(const Env& env, uint64_t seed, ExpertSight sight) {
   if (!has_expert(env, sight)) {
-    throw std::invalid_argument("env " + env.id() + " has no scripted expert" + (sight == ExpertSight::kView ? " bound to its view (BabaIsAI and BabyAI have one)" : " (Crafter, BabaIsAI and BabyAI have one)"));
+    throw std::invalid_argument("env " + env.id() + " has no scripted expert with " + sight_name(sight) + " sight (families with one: " +
+                                families_with_expert(sight) + ")");
   }
-  if (const auto* crafter_env = dynamic_cast<const crafter::CrafterEnv*>(&env)) return {crafter::expert_action(*crafter_env, seed), ""};
-  if (const auto* baba_env = dynamic_cast<const babaisai::BabaIsAIEnv*>(&env)) return {babaisai::expert_action(*baba_env, seed), ""};
-  return babyai::expert_move(dynamic_cast<const babyai::BabyAIEnv&>(env), seed, sight);
+  return family_of(env.id()).expert(env, seed, sight);
 }
 
 int expert_action(const Env& env, uint64_t seed, ExpertSight sight) { return expert_move(env, seed, sight).action; }

@@ -1,7 +1,9 @@
 #pragma once
 // Scripted experts: policies that read an env's state directly, the demonstrations a format stage
-// can learn from (`format.policy: expert`). Crafter, BabaIsAI and BabyAI have one.
+// can learn from (`format.policy: expert`). A family offers one through its EnvFamily::expert hook
+// (envs/registry.h); Crafter, BabaIsAI and BabyAI have one.
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "envs/env.h"
@@ -25,6 +27,14 @@ struct ExpertMove {
   int action = 0;
   std::string aim;
 };
+
+/** `env` as the family's own env type, which its expert reads; std::invalid_argument when it is
+ *  another (an env played elsewhere, e.g. on an env server, has no state here to read). */
+template <typename FamilyEnv>
+const FamilyEnv& expert_env(const Env& env) {
+  if (const auto* own = dynamic_cast<const FamilyEnv*>(&env)) return *own;
+  throw std::invalid_argument("env " + env.id() + " has no scripted expert here: the expert reads the state of an env in this process");
+}
 
 /** The expert's move in the env's current state; `seed` drives its random choices. Throws
  *  std::invalid_argument when the env has no such expert. */

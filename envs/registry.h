@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "envs/env.h"
+#include "envs/expert.h"
 #include "envs/reply_parser.h"
 
 namespace turnrl::envs {
@@ -34,6 +35,10 @@ struct EnvFamily {
   HistoryEntry verlog_history_entry = HistoryEntry::kRawReply;
   /** Builds env `id` with family-specific options (a JSON object; unknown keys are errors). */
   std::function<std::unique_ptr<Env>(const std::string& id, const nlohmann::json& options)> make;
+  /** The sights the family's scripted expert plays with (empty: it has none), and its move in the
+   *  state of one of the family's envs (envs/expert.h). */
+  std::vector<ExpertSight> expert_sights;
+  std::function<ExpertMove(const Env& env, uint64_t seed, ExpertSight sight)> expert;
   /** Returns a replayer when the first record of a golden file is in this family's format. */
   std::function<std::unique_ptr<GoldenReplayer>(const nlohmann::json& first_record)> replayer;
 };

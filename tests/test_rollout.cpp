@@ -371,7 +371,7 @@ TEST_CASE("a restored rollout continues its episodes in flight exactly") {
   CHECK_THROWS_AS(wrong_size.restore(state), std::invalid_argument);
 }
 
-TEST_CASE("invalid-action penalty, reward normalisation, terminated vs truncated") {
+TEST_CASE("invalid-action penalty, terminated vs truncated") {
   class Scripted : public agents::Agent {
    public:
     std::string name() const override { return "scripted"; }
@@ -391,16 +391,15 @@ TEST_CASE("invalid-action penalty, reward normalisation, terminated vs truncated
   config.e_len = 4;
   config.turn.reply_format = envs::ReplyFormat::kActionTag;
   config.turn.invalid_penalty = -0.25;
-  config.normalize_reward_by_length = true;
   trainer::Rollout rollout(counting_env, agent, config);
   const auto batch = rollout.collect();
   // Turn 0: invalid -> default "wait", penalty; turn 1: finish on step 2 -> terminated, reward 1.
   CHECK_FALSE(batch.turns[0].valid_action);
   CHECK(batch.turns[0].action == 0);
-  CHECK(batch.turns[0].reward == doctest::Approx(-0.125));  // normalised by the 2-turn episode
+  CHECK(batch.turns[0].reward == doctest::Approx(-0.25));
   CHECK(batch.turns[1].terminated);
   CHECK_FALSE(batch.turns[1].truncated);
-  CHECK(batch.turns[1].reward == doctest::Approx(0.5));
+  CHECK(batch.turns[1].reward == doctest::Approx(1.0));
   REQUIRE(batch.finished_episodes.size() >= 1);
   CHECK(batch.finished_episodes[0].episode_return == doctest::Approx(0.75));
   CHECK(batch.turns[2].turn_index == 0);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envs/babaisai/babaisai_env.h"
+#include "envs/babaisai/babaisai_expert.h"
 #include "envs/babaisai/babaisai_golden.h"
 
 namespace turnrl::envs::babaisai {
@@ -50,6 +51,9 @@ EnvFamily babaisai_family() {
     "properties", "puzzle", "reach", "rule", "rules", "similar", "solution", "stop", "stuck", "this", "try",
     "unexpected", "usually", "wait", "ways", "where", "which", "win", "yourself"};
   family.make = make;
+  // The prompt shows the whole level, so the expert sees no more than the model with either sight.
+  family.expert_sights = {ExpertSight::kFull, ExpertSight::kView};
+  family.expert = [](const Env& env, uint64_t seed, ExpertSight) { return ExpertMove{babaisai::expert_action(expert_env<BabaIsAIEnv>(env), seed), ""}; };
   family.replayer = make_golden_replayer;
   return family;
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envs/babyai/babyai_env.h"
+#include "envs/babyai/babyai_expert.h"
 #include "envs/babyai/babyai_golden.h"
 
 namespace turnrl::envs::babyai {
@@ -58,6 +59,8 @@ EnvFamily babyai_family() {
     "think", "time", "to", "toggle", "turn", "until", "up", "use", "user", "valid", "wall", "want", "what",
     "will", "with", "yellow", "you", "turn_left", "turn_right", "go_forward", "pick_up"};
   family.make = make;
+  family.expert_sights = {ExpertSight::kFull, ExpertSight::kView};
+  family.expert = [](const Env& env, uint64_t seed, ExpertSight sight) { return babyai::expert_move(expert_env<BabyAIEnv>(env), seed, sight); };
   family.replayer = make_golden_replayer;
   return family;
 }

@@ -8,6 +8,7 @@
 #include "envs/common/sha256.h"
 #include "envs/crafter/balrog_text.h"
 #include "envs/crafter/crafter_env.h"
+#include "envs/crafter/crafter_expert.h"
 #include "envs/crafter/crafter_golden.h"
 
 namespace turnrl::envs::crafter {
@@ -76,6 +77,9 @@ EnvFamily crafter_family() {
     "status", "stone", "sword", "table", "tree", "water", "west", "when", "wood", "your", "zombie", "died",
     "arrow"};
   family.make = make;
+  // The expert reads the whole map; the prompt shows a 9x7 window of it.
+  family.expert_sights = {ExpertSight::kFull};
+  family.expert = [](const Env& env, uint64_t seed, ExpertSight) { return ExpertMove{crafter::expert_action(expert_env<CrafterEnv>(env), seed), ""}; };
   family.replayer = make_golden_replayer;
   return family;
 }

@@ -240,21 +240,25 @@ nlohmann::json ppo_update(LearnerState& learner, const RolloutBatch& batch, cons
     }
   }
   // The ranks' shares of each loss add up to the combined batch's.
-  std::vector<double> sums = {policy_loss_sum.item<double>(), value_loss_sum.item<double>(), entropy_sum.item<double>(),
-                              clip_sum.item<double>(), kl_sum.item<double>(), positions, padded_positions, anchor_sum.item<double>()};
-  if (learner.ranks) learner.ranks->sum(sums);
+  RankTotals totals;
+  totals.add("policy_loss", policy_loss_sum.item<double>());
+  totals.add("value_loss", value_loss_sum.item<double>());
+  totals.add("entropy", entropy_sum.item<double>());
+  totals.add("clip_fraction", clip_sum.item<double>());
+  totals.add("ppo_kl", kl_sum.item<double>());
+  totals.add("positions", positions);
+  totals.add("padded_positions", padded_positions);
+  totals.add("anchor_kl", anchor_sum.item<double>());
+  totals.sum_over(learner.ranks.get());
   const double denom = std::max<size_t>(1, plan.size());
   nlohmann::json m;
-  if (learner.uses_critic()) m["value_loss"] = sums[1] / denom;
+  if (learner.uses_critic()) m["value_loss"] = totals["value_loss"] / denom;
   // The share of the update's forward positions that are padding: compute spent on no token.
-  m["update_padding"] = sums[6] > 0 ? 1.0 - sums[5] / sums[6] : 0.0;
+  m["update_padding"] = totals["padded_positions"] > 0 ? 1.0 - totals.ratio("positions", "padded_positions") : 0.0;
   if (train_actor) {
-    m["policy_loss"] = sums[0] / denom;
-    m["entropy"] = sums[2] / denom;
-    m["clip_fraction"] = sums[3] / denom;
-    m["ppo_kl"] = sums[4] / denom;
+    for (const char* name : {"policy_loss", "entropy", "clip_fraction", "ppo_kl"}) m[name] = totals[name] / denom;
     m["grad_norm"] = grad_norm_sum / denom;
-    if (ppo.anchor_kl_coef > 0) m["anchor_kl"] = sums[7] / denom;
+    if (ppo.anchor_kl_coef > 0) m["anchor_kl"] = totals["anchor_kl"] / denom;
   }
   return m;
 }

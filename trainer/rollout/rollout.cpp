@@ -226,9 +226,6 @@ void Rollout::end_episode(int index, RolloutBatch& batch, const TurnOutcome& out
   batch.finished_episodes.push_back(
       {run_slot(index), slot.episode_id, env.episode_seed(), env.turn(), env.episode_return(), env.env().progression(), outcome.terminated,
        outcome.truncated});
-  if (config_.normalize_reward_by_length) {
-    for (size_t r : slot.episode_rows) batch.turns[r].reward /= env.turn();
-  }
   begin_episode(index);
 }
 

@@ -61,9 +61,6 @@ struct RolloutConfig {
   int first_slot = 0;
   int run_slots = 0;
   TurnSettings turn;
-  /** Divide each turn reward of a finished episode by its length (Verlog: off). Turns of an
-   *  episode that started in an earlier collection keep their unscaled reward. */
-  bool normalize_reward_by_length = false;
   /** Record each turn's Env::state_hash() before its action (GiGPO's anchor states). */
   bool record_state_hashes = false;
   /**

@@ -52,10 +52,14 @@ struct StageRanks {
     spec.rank = rank();
     spec.ranks = size();
     const SftDataCounts own = write_sft_data(spec, data_file(dir, stem, rank()), learner);
-    std::vector<double> sums = {static_cast<double>(own.episodes_written), static_cast<double>(own.turns),
-                                static_cast<double>(own.transcripts), own.progression_sum};
-    if (group) group->sum(sums);  // also: every rank's file is written before any rank reads them
-    return {static_cast<size_t>(sums[0]), static_cast<size_t>(sums[1]), static_cast<size_t>(sums[2]), sums[3]};
+    RankTotals totals;
+    totals.add("episodes", static_cast<double>(own.episodes_written));
+    totals.add("turns", static_cast<double>(own.turns));
+    totals.add("transcripts", static_cast<double>(own.transcripts));
+    totals.add("progression", own.progression_sum);
+    totals.sum_over(group);  // also: every rank's file is written before any rank reads them
+    return {static_cast<size_t>(totals["episodes"]), static_cast<size_t>(totals["turns"]), static_cast<size_t>(totals["transcripts"]),
+            totals["progression"]};
   }
 };
 

@@ -97,9 +97,11 @@ SftStepResult sft_step(agents::Qwen2Model& model, torch::optim::Optimizer& optim
     loss = -(agents::response_logprobs(model, rb, {}) * mask).sum() / (ranks ? batch_tokens : tokens);
   }
   clipped_step(optimizer, model->parameters(), loss, max_grad_norm, ranks);
-  std::vector<double> totals = {loss.defined() ? loss.item<double>() : 0.0, tokens};
-  if (ranks) ranks->sum(totals);  // each rank's share of the batch's mean
-  return {totals[0], totals[1]};
+  RankTotals totals;
+  totals.add("loss", loss.defined() ? loss.item<double>() : 0.0);  // each rank's share of the batch's mean
+  totals.add("tokens", tokens);
+  totals.sum_over(ranks);
+  return {totals["loss"], totals["tokens"]};
 }
 
 SftReport run_sft(const std::vector<std::string>& data, const std::string& model_dir, const std::string& out_dir, const SftSettings& settings,
