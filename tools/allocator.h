@@ -11,8 +11,8 @@ namespace turnrl::tools {
 inline constexpr const char* kGlibcMallocDefaultsVariable = "TURNRL_GLIBC_MALLOC_DEFAULTS";
 
 /** glibc serves blocks over its mmap threshold with fresh mmaps and unmaps them on free, so every
- *  large activation of a training step was page-faulted in anew: a third of the CPU time in the
- *  kernel and fine-tuning about 3x slower (`turnrl bench allocator`).
+ *  large activation of a training step would be page-faulted in anew, with much of the CPU time
+ *  spent in the kernel (`turnrl bench allocator` measures it; figures in docs/results).
  *  Keeps freed memory in the heap instead; the process keeps its peak memory until it exits. */
 inline void keep_freed_memory_in_heap() {
   if (std::getenv(kGlibcMallocDefaultsVariable)) return;

@@ -107,8 +107,9 @@ struct TrainConfig {
     double grad_clip = 0.5;
     double kl_coef = 0.001, entropy_coef = 0.01;
     /** Weight of a loss term: KL(reference || actor) over the whole vocabulary at every reply
-     *  token (trainer/algo/ppo_loss.h). The KL in the reward sees only the sampled reply: on the BabyAI
-     *  mix, actions that sit mostly in lost episodes (pick up, toggle, drop) died out under it. */
+     *  token (trainer/algo/ppo_loss.h). The KL in the reward sees only the sampled reply, so actions
+     *  that sit mostly in lost episodes can die out under it; this term keeps what the reference
+     *  weights alive. */
     double anchor_kl_coef = 0.0;
     double step_gamma = 0.99, step_lambda = 0.95, token_gamma = 1.0, token_lambda = 1.0;
     std::string estimator = "gae";  // gae (with the critic) | reinforce++ | grpo | token_grpo | rloo | gigpo
