@@ -454,9 +454,11 @@ TEST_CASE("SIGTERM and SIGINT stop the server process cleanly") {
 
 TEST_CASE("the python client replays golden files through a server process" * doctest::test_suite("python")) {
   ServerProcess process;
-  const std::string script = std::string(TURNRL_SOURCE_DIR) + "/tools/python/turnrl_env.py";
+  // The package's golden replay (python/turnrl_env/golden.py), run from the source tree.
+  const std::string package = std::string(TURNRL_SOURCE_DIR) + "/python";
   auto replay = [&](const std::string& files) {
-    const std::string command = std::string("'") + TURNRL_PYTHON3 + "' '" + script + "' replay --timeout 10 --server '" + process.endpoint() +
+    const std::string command = "PYTHONPATH='" + package + "' '" + TURNRL_PYTHON3 +
+                                "' -m turnrl_env.golden replay --timeout 10 --server '" + process.endpoint() +
                                 "' --golden " + files + " 2>&1";
     test::CommandResult result;
     FILE* pipe = popen(command.c_str(), "r");
