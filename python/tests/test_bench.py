@@ -11,7 +11,7 @@ from support import PACKAGE_ROOT
 class Bench(unittest.TestCase):
     def test_a_short_run_measures_every_family(self):
         run = subprocess.run([sys.executable, "-m", "turnrl_env.bench", "--steps", "600", "--vec", "8",
-                              "--original-steps", "50", "--json"], capture_output=True, text=True, timeout=600,
+                              "--original-steps", "50", "--repeat", "1", "--json"], capture_output=True, text=True, timeout=600,
                              env=dict(os.environ, PYTHONPATH=PACKAGE_ROOT))
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         lines = run.stdout.strip().splitlines()

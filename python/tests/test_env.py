@@ -151,6 +151,24 @@ class LocalServer(unittest.TestCase):
             child.stdout.close()
         self.assert_gone(endpoint)
 
+    def test_a_forked_child_shares_its_parents_server(self):
+        # As BALROG's evaluator workers: the child's envs use the parent's server, and the child's
+        # exit (atexit included) leaves it serving the parent.
+        script = ("import os, sys, turnrl_env\n"
+                  "env = turnrl_env.make('babyai/goto'); env.reset(seed=1)\n"
+                  "pid = os.fork()\n"
+                  "if pid == 0:\n"
+                  "    child = turnrl_env.make('babaisai/goto_win'); child.reset(); child.close()\n"
+                  "    print(child.connection.server, flush=True); sys.exit(0)\n"
+                  "os.waitpid(pid, 0)\n"
+                  "env.step(0); print(env.connection.server, flush=True)\n")
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, PYTHONPATH=PACKAGE_ROOT))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        child, parent = run.stdout.split()
+        self.assertEqual(child, parent)
+        self.assert_gone(parent)
+
     def test_a_missing_binary_is_named(self):
         saved = os.environ.get("TURNRL_BIN")
         os.environ["TURNRL_BIN"] = "/nonexistent/turnrl"

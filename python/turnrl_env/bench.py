@@ -10,6 +10,7 @@ when an episode ends.
 import argparse
 import json
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -90,17 +91,20 @@ def main(argv=None):
     parser.add_argument("--vec", type=int, default=64, help="envs in the vector env (and the C++ batch)")
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated: " + ", ".join(FAMILIES))
     parser.add_argument("--original-steps", type=int, default=2000, help="steps for the Python original")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds per family (each side measured once a round, in turn); medians are shown")
     parser.add_argument("--json", action="store_true", help="also print the results as one JSON line")
     args = parser.parse_args(argv)
     families = [name.strip() for name in args.families.split(",") if name.strip()]
     unknown = [name for name in families if name not in FAMILIES]
-    if unknown or args.steps < 1 or args.vec < 1:
-        parser.error(f"unknown families {unknown}" if unknown else "--steps and --vec must be positive")
+    if unknown or min(args.steps, args.vec, args.repeat) < 1:
+        parser.error(f"unknown families {unknown}" if unknown else "--steps, --vec and --repeat must be positive")
 
     binary = turnrl_binary()
     local = None if args.server else LocalServer(slots=max(args.vec, 1), binary=binary)
     endpoint = args.server or local.endpoint
-    print(f"steps/s through {endpoint}, {args.steps} steps per measurement; Python {sys.version.split()[0]}")
+    print(f"steps/s through {endpoint}, {args.steps} steps per measurement, median of {args.repeat} rounds; "
+          f"Python {sys.version.split()[0]}")
     header = (f"{'family':<9} {'env id':<18} {'py b1':>9} {'c++ b1':>9} {'py/c++':>7} {'py vec' + str(args.vec):>9} "
               f"{'c++ b' + str(args.vec):>9} {'py/c++':>7} {'vec/b1':>7}  original (BALROG's make_env)")
     print(header)
@@ -108,20 +112,27 @@ def main(argv=None):
     try:
         for family in families:
             env_id, task = FAMILIES[family]
-            py1 = python_steps_per_sec(endpoint, env_id, args.steps)
-            pyv = vector_steps_per_sec(endpoint, env_id, args.vec, args.steps)
-            cpp = cpp_steps_per_sec(binary, endpoint, env_id, [1, args.vec], args.steps)
+            # Interleaved rounds, so that a busy spell on the machine hits every side alike.
+            rounds = {"py1": [], "pyv": [], "cpp1": [], "cppv": []}
+            for _ in range(args.repeat):
+                rounds["py1"].append(python_steps_per_sec(endpoint, env_id, args.steps))
+                cpp = cpp_steps_per_sec(binary, endpoint, env_id, [1, args.vec], args.steps)
+                rounds["cpp1"].append(cpp[1])
+                rounds["cppv"].append(cpp[args.vec])
+                rounds["pyv"].append(vector_steps_per_sec(endpoint, env_id, args.vec, args.steps))
+            py1, pyv, cpp1, cppv = (statistics.median(rounds[key]) for key in ("py1", "pyv", "cpp1", "cppv"))
             original = original_steps_per_sec(family, task, args.original_steps)
             shown = f"{original:.0f}" if isinstance(original, float) else original
-            print(f"{family:<9} {env_id:<18} {py1:>9.0f} {cpp[1]:>9.0f} {py1 / cpp[1]:>7.2f} {pyv:>9.0f} "
-                  f"{cpp[args.vec]:>9.0f} {pyv / cpp[args.vec]:>7.2f} {pyv / py1:>7.1f}  {shown}", flush=True)
-            rows.append({"family": family, "env": env_id, "python_batch1": py1, "cpp_batch1": cpp[1],
-                         "python_vec": pyv, "cpp_vec": cpp[args.vec], "vec": args.vec, "original": original})
+            print(f"{family:<9} {env_id:<18} {py1:>9.0f} {cpp1:>9.0f} {py1 / cpp1:>7.2f} {pyv:>9.0f} "
+                  f"{cppv:>9.0f} {pyv / cppv:>7.2f} {pyv / py1:>7.1f}  {shown}", flush=True)
+            rows.append({"family": family, "env": env_id, "python_batch1": py1, "cpp_batch1": cpp1,
+                         "python_vec": pyv, "cpp_vec": cppv, "vec": args.vec, "original": original,
+                         "rounds": rounds})
     finally:
         if local:
             local.stop()
     if args.json:
-        print(json.dumps({"steps": args.steps, "results": rows}))
+        print(json.dumps({"steps": args.steps, "repeat": args.repeat, "results": rows}))
     return 0
 
 

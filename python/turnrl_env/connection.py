@@ -1,6 +1,5 @@
 """One client connection to a turnrl env server (the wire protocol: docs/env_protocol.md)."""
 import json
-import time
 
 import zmq
 
@@ -21,6 +20,8 @@ class Connection:
         # One context per process is enough for any number of connections (each owns a socket).
         self._socket = zmq.Context.instance().socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, 0)
+        # A blocking recv with a timeout: one call per reply where poll-then-recv takes two.
+        self._socket.setsockopt(zmq.RCVTIMEO, max(1, int(timeout * 1000)))
         self._socket.connect(server)
         self._next_id = 0
         try:
@@ -46,17 +47,15 @@ class Connection:
         """Sends an already encoded request (bytes) whose id is `request_id`; returns the reply.
         The hot paths (reset, step) format their requests directly: json.dumps costs more."""
         self._socket.send(payload)
-        deadline = time.monotonic() + self.timeout
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            try:
+                raw = self._socket.recv()
+            except zmq.Again:
                 raise ServerError(f"env server {self.server}: no reply to '{message_type}' within "
-                                  f"{self.timeout} s (is it running?)")
-            if not self._socket.poll(int(left * 1000) + 1):
-                continue
-            reply = json.loads(self._socket.recv())
+                                  f"{self.timeout} s (is it running?)") from None
+            reply = json.loads(raw)
             if reply.get("id") != request_id:
-                continue  # a late reply to a request that timed out
+                continue  # a late reply to a request that timed out (each wait is bounded by the timeout)
             reply_type = reply.get("type")
             if reply_type == "error":
                 raise ServerError(f"env server: {reply.get('message')}")

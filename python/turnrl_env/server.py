@@ -36,6 +36,7 @@ class LocalServer:
     def __init__(self, slots=DEFAULT_SLOTS, binary=None, start_timeout=20.0):
         self.binary = binary or turnrl_binary()
         self.slots = slots
+        self.owner_pid = os.getpid()
         # `read` returns when this process closes the pipe or dies (the kernel closes it then too).
         watchdog = '"$0" "$@" </dev/null & read _; kill $! 2>/dev/null; wait $!'
         self._process = subprocess.Popen(
@@ -69,6 +70,8 @@ class LocalServer:
         return line[len(prefix):].strip().decode()
 
     def stop(self):
+        if os.getpid() != self.owner_pid:
+            return  # a forked child's copy: the server is its parent's to stop
         if self._process.poll() is None:
             try:
                 self._process.stdin.close()
@@ -83,9 +86,10 @@ _default_lock = threading.Lock()
 
 
 def default_server():
-    """This process's shared local server, started on first use."""
+    """This process's shared local server, started on first use. A forked child (e.g. a BALROG
+    evaluator worker) uses its parent's, which lives as long as the parent."""
     global _default
     with _default_lock:
-        if _default is None or _default._process.poll() is not None:
+        if _default is None or (_default.owner_pid == os.getpid() and _default._process.poll() is not None):
             _default = LocalServer()
         return _default
