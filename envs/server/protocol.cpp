@@ -387,7 +387,12 @@ void write_string(std::string& out, std::string_view text) {
   }
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
-  for (char c : text) {
+  size_t plain = 0;  // the start of the run of bytes copied as they are
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.data() + plain, i - plain);
+    plain = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -397,15 +402,12 @@ void write_string(std::string& out, std::string_view text) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += "\\u00";
-          out += kHex[static_cast<unsigned char>(c) >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += c;
-        }
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
     }
   }
+  out.append(text.data() + plain, text.size() - plain);
   out += '"';
 }
 
