@@ -2,7 +2,7 @@
 steps/s through the same server (`turnrl bench env-server --server`) and, where its sources are
 importable, the Python original's through BALROG's make_env.
 
-    python3 -m turnrl_env.bench [--server ENDPOINT] [--steps N] [--vec 64] [--json]
+    python3 -m turnrl_env.bench [--server ENDPOINT] [--steps N] [--vec 64] [--repeat 3] [--json]
 
 Every side does the same work per step: a random action, the text observation, a new seed (reset)
 when an episode ends.
