@@ -1,6 +1,7 @@
 """One env: Gymnasium's signatures, seeding (a seedless reset on every registered id), actions by
 index and by name, errors, and the local server that make() starts."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -121,6 +122,22 @@ class Seeding(unittest.TestCase):
         with make("babaisai/goto_win") as env:
             with self.assertRaisesRegex(ServerError, r"below 2\*\*32"):
                 env.reset(seed=2**32)
+
+
+class GymnasiumIds(unittest.TestCase):
+    # gymnasium.envs.registration's id grammar (gymnasium itself is not installed here).
+    ID = re.compile(r"^(?:(?P<namespace>[\w:-]+)\/)?(?:(?P<name>[\w:.-]+?))(?:-v(?P<version>\d+))?$")
+
+    def test_every_env_id_has_a_distinct_valid_gymnasium_id(self):
+        from turnrl_env.gym import gymnasium_id
+
+        self.assertEqual(gymnasium_id("babyai/goto"), "turnrl/babyai-goto-v0")
+        gym_ids = [gymnasium_id(env_id) for env_id in turnrl_env.env_ids()]
+        self.assertEqual(len(set(gym_ids)), len(gym_ids))
+        for gym_id in gym_ids:
+            match = self.ID.match(gym_id)
+            self.assertIsNotNone(match, gym_id)
+            self.assertEqual((match["namespace"], match["version"]), ("turnrl", "0"), gym_id)
 
 
 class LocalServer(unittest.TestCase):
