@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -183,6 +184,52 @@ TEST_CASE("the batched client steps many slots in one message, as in-process env
       }
     }
     if (!again.empty()) client.reset(again);
+  }
+}
+
+TEST_CASE("reset and step replies written as text are nlohmann's bytes, for every env id") {
+  // The server writes these replies without building a document; the reference is the document
+  // made of envs::episode_outputs / step_outputs (episode_start_json, step_outcome_json).
+  std::mt19937 rng(3);
+  for (const std::string& id : env_ids()) {
+    INFO(id);
+    const std::unique_ptr<Env> env = make_env(id);
+    env->reset(5);
+    CHECK(encode_reset_reply(9, {episode_start(2, *env)}) ==
+          encode_reply("reset", 9, {{"results", json::array({episode_start_json(2, *env)})}}));
+    std::vector<StepOutcome> outcomes;
+    json results = json::array();
+    for (int turn = 0; turn < 40; ++turn) {
+      const StepResult result = env->step(std::uniform_int_distribution<int>(0, env->num_actions() - 1)(rng));
+      outcomes.push_back(step_outcome(turn, *env, result));
+      results.push_back(step_outcome_json(turn, *env, result));
+      if (result.terminated || result.truncated) env->reset(6 + turn);
+    }
+    CHECK(encode_step_reply(123456789012345ull, outcomes) ==
+          encode_reply("step", 123456789012345ull, {{"results", results}}));
+  }
+  // What envs rarely produce: escapes, control bytes, UTF-8 (valid and not), awkward numbers, answers.
+  const std::vector<std::string> texts = {"", "a \"quoted\" \\ back\nslash\t\r\b\f", std::string("nul\0 \x01\x1f\x7f", 9),
+                                          "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "bad \xc3 \xff \xed\xa0\x80 \xf4\x90\x80\x80"};
+  const std::vector<double> numbers = {0.0, -0.0, 1.0, -1.0, 0.1, 1e-4, 0.0001234, 1e15, 1e16, 1e300, 5e-324,
+                                       0.045454545454545456, std::nan(""), INFINITY};
+  for (size_t i = 0; i < texts.size() * numbers.size(); ++i) {
+    const std::string& text = texts[i % texts.size()];
+    const double number = numbers[i % numbers.size()];
+    INFO(i);
+    StepOutcome outcome{static_cast<int>(i), {number, i % 2 == 0, i % 3 == 0}, {text, texts[(i + 1) % texts.size()]},
+                        number, i % 4 == 0 ? text + "!" : ""};
+    json body = {{"observation", {{"long_term", outcome.observation.long_term}, {"short_term", outcome.observation.short_term}}},
+                 {"reward", number}, {"terminated", outcome.result.terminated}, {"truncated", outcome.result.truncated},
+                 {"progression", number}, {"slot", outcome.slot}};
+    if (!outcome.reference_answer.empty()) body["reference_answer"] = outcome.reference_answer;
+    CHECK(encode_step_reply(i, {outcome}) == encode_reply("step", i, {{"results", json::array({body})}}));
+    EpisodeStart start{static_cast<int>(i), outcome.observation, text, texts[(i + 2) % texts.size()],
+                       static_cast<int>(i) - 3, number, outcome.reference_answer};
+    json start_body = {{"observation", body["observation"]}, {"instruction_prompt", start.instruction_prompt},
+                       {"goal", start.goal}, {"max_steps", start.max_steps}, {"progression", number}, {"slot", start.slot}};
+    if (!start.reference_answer.empty()) start_body["reference_answer"] = start.reference_answer;
+    CHECK(encode_reset_reply(i, {start}) == encode_reply("reset", i, {{"results", json::array({start_body})}}));
   }
 }
 
@@ -454,9 +501,11 @@ TEST_CASE("SIGTERM and SIGINT stop the server process cleanly") {
 
 TEST_CASE("the python client replays golden files through a server process" * doctest::test_suite("python")) {
   ServerProcess process;
-  const std::string script = std::string(TURNRL_SOURCE_DIR) + "/tools/python/turnrl_env.py";
+  // The package's golden replay (python/turnrl_env/golden.py), run from the source tree.
+  const std::string package = std::string(TURNRL_SOURCE_DIR) + "/python";
   auto replay = [&](const std::string& files) {
-    const std::string command = std::string("'") + TURNRL_PYTHON3 + "' '" + script + "' replay --timeout 10 --server '" + process.endpoint() +
+    const std::string command = "PYTHONPATH='" + package + "' '" + TURNRL_PYTHON3 +
+                                "' -m turnrl_env.golden replay --timeout 10 --server '" + process.endpoint() +
                                 "' --golden " + files + " 2>&1";
     test::CommandResult result;
     FILE* pipe = popen(command.c_str(), "r");

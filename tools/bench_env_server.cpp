@@ -1,9 +1,10 @@
-// Env steps/s through an env server (in a thread of this process, on a loopback port) against the
-// same envs stepped in-process, for several batch sizes. Both sides do the same env work per step:
+// Env steps/s through an env server (in a thread of this process, on a loopback port, or a running
+// one named by --server) against the same envs stepped in-process, for several batch sizes. Both sides do the same env work per step:
 // random actions, the text observation and progression built, next seed on episode end.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -102,26 +103,37 @@ int bench_env_server(int argc, char** argv) {
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   app.add_option("--env-option", option_pairs, "environment option key=value (repeatable)");
+  std::string server_endpoint;
+  app.add_option("--server", server_endpoint,
+                 "measure through this running server (e.g. the one a Python client measures through; its "
+                 "--slots must cover the largest batch) instead of one in a thread");
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
   const nlohmann::json options = parse_env_options(option_pairs);
 
   int max_batch = 1;
   for (int batch : batches) max_batch = std::max(max_batch, batch);
-  envs::server::EnvServer server({"tcp://127.0.0.1:*", max_batch, std::chrono::minutes(10)});
+  // The server thread, unless --server names a running server.
+  std::unique_ptr<envs::server::EnvServer> server;
   std::atomic<bool> stop{false};
-  std::thread serving([&] { server.run(stop); });
+  std::thread serving;
+  if (server_endpoint.empty()) {
+    server = std::make_unique<envs::server::EnvServer>(
+        envs::server::EnvServerOptions{"tcp://127.0.0.1:*", max_batch, std::chrono::minutes(10)});
+    server_endpoint = server->endpoint();
+    serving = std::thread([&] { server->run(stop); });
+  }
   struct StopServer {
     std::atomic<bool>& stop;
     std::thread& thread;
     ~StopServer() {
       stop = true;
-      thread.join();
+      if (thread.joinable()) thread.join();
     }
   } stop_server{stop, serving};
 
-  envs::server::EnvClient client(server.endpoint());
-  std::printf("%s through %s (server thread in this process), %ld steps per measurement\n", env_id.c_str(),
-              server.endpoint().c_str(), steps);
+  envs::server::EnvClient client(server_endpoint);
+  std::printf("%s through %s (%s), %ld steps per measurement\n", env_id.c_str(), server_endpoint.c_str(),
+              server ? "server thread in this process" : "a running server", steps);
   std::printf("%8s %16s %16s %8s\n", "batch", "in-process/s", "server/s", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   for (int batch : batches) {
@@ -131,7 +143,9 @@ int bench_env_server(int argc, char** argv) {
     rows.push_back({{"batch", batch}, {"in_process_steps_per_sec", local}, {"server_steps_per_sec", remote},
                     {"ratio", remote / local}});
   }
-  std::printf("%s\n", nlohmann::json{{"env", env_id}, {"steps", steps}, {"results", rows}}.dump().c_str());
+  std::printf("%s\n", nlohmann::json{{"env", env_id}, {"steps", steps}, {"server", server_endpoint}, {"results", rows}}
+                          .dump()
+                          .c_str());
   return 0;
 }
 

@@ -20,7 +20,8 @@ PACKAGES=(
   libutf8proc-dev               # NFC normalisation
   zlib1g-dev                    # gzip'd golden data
   libzmq3-dev cppzmq-dev        # the env server (turnrl env-server) and its C++ clients
-  python3-zmq                   # the Python env client (tools/python/turnrl_env.py) and its test
+  python3-zmq                   # the Python package (python/turnrl_env) and its tests
+  python3-venv python3-setuptools  # its offline install test: pip install --no-build-isolation into a venv
   clang libclang-rt-14-dev      # tools/fuzz.sh: libFuzzer and its sanitizer runtimes come with clang, not gcc
   python3 tmux
 )

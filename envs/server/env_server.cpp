@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <iterator>
 #include <stdexcept>
+#include <type_traits>
 
 #include <spdlog/spdlog.h>
 #include <zmq_addon.hpp>
@@ -86,8 +87,18 @@ std::string EnvServer::handle(const std::string& client, std::string_view payloa
   try {
     const Request request = decode_request(payload, options_.slots);
     id = request.id;
-    nlohmann::json body = std::visit([&](const auto& r) { return serve(client, r); }, request.body);
-    return encode_reply(reply_type(request.body), request.id, std::move(body));
+    return std::visit(
+        [&](const auto& r) {
+          auto body = serve(client, r);
+          if constexpr (std::is_same_v<decltype(body), std::vector<EpisodeStart>>) {
+            return encode_reset_reply(request.id, body);
+          } else if constexpr (std::is_same_v<decltype(body), std::vector<StepOutcome>>) {
+            return encode_step_reply(request.id, body);
+          } else {
+            return encode_reply(reply_type(request.body), request.id, std::move(body));
+          }
+        },
+        request.body);
   } catch (const std::exception& e) {
     spdlog::debug("env server: error reply to client {}: {}", printable(client), e.what());
     return encode_error(id ? *id : request_id_of(payload), e.what());
@@ -145,19 +156,20 @@ nlohmann::json EnvServer::serve(const std::string& client, const CreateRequest& 
   return {{"results", std::move(results)}};
 }
 
-nlohmann::json EnvServer::serve(const std::string& client, const ResetRequest& request) {
+std::vector<EpisodeStart> EnvServer::serve(const std::string& client, const ResetRequest& request) {
   for (const ResetItem& item : request.items) owned_slot(client, item.slot, false);
-  nlohmann::json results = nlohmann::json::array();
+  std::vector<EpisodeStart> results;
+  results.reserve(request.items.size());
   for (const ResetItem& item : request.items) {
     Slot& slot = slots_[item.slot];
     slot.env->reset(item.seed);
     slot.has_reset = true;
-    results.push_back(episode_start_json(item.slot, *slot.env));
+    results.push_back(episode_start(item.slot, *slot.env));
   }
-  return {{"results", std::move(results)}};
+  return results;
 }
 
-nlohmann::json EnvServer::serve(const std::string& client, const StepRequest& request) {
+std::vector<StepOutcome> EnvServer::serve(const std::string& client, const StepRequest& request) {
   for (const StepItem& item : request.items) {
     const Slot& slot = owned_slot(client, item.slot, true);
     if (item.action >= slot.env->num_actions()) {
@@ -165,12 +177,13 @@ nlohmann::json EnvServer::serve(const std::string& client, const StepRequest& re
                           " is out of range [0, " + std::to_string(slot.env->num_actions()) + ")");
     }
   }
-  nlohmann::json results = nlohmann::json::array();
+  std::vector<StepOutcome> results;
+  results.reserve(request.items.size());
   for (const StepItem& item : request.items) {
     Env& env = *slots_[item.slot].env;
-    results.push_back(step_outcome_json(item.slot, env, env.step(item.action)));
+    results.push_back(step_outcome(item.slot, env, env.step(item.action)));
   }
-  return {{"results", std::move(results)}};
+  return results;
 }
 
 nlohmann::json EnvServer::serve(const std::string& client, const CloseRequest& request) {

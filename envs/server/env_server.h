@@ -56,8 +56,9 @@ class EnvServer {
   nlohmann::json serve(const std::string& client, const HelloRequest& request);
   nlohmann::json serve(const std::string& client, const PingRequest& request);
   nlohmann::json serve(const std::string& client, const CreateRequest& request);
-  nlohmann::json serve(const std::string& client, const ResetRequest& request);
-  nlohmann::json serve(const std::string& client, const StepRequest& request);
+  // Reset and step replies are written as text (encode_reset_reply, encode_step_reply): the hot path.
+  std::vector<EpisodeStart> serve(const std::string& client, const ResetRequest& request);
+  std::vector<StepOutcome> serve(const std::string& client, const StepRequest& request);
   nlohmann::json serve(const std::string& client, const CloseRequest& request);
   nlohmann::json serve(const std::string& client, const RenderRequest& request);
   nlohmann::json serve(const std::string& client, const StateRequest& request);

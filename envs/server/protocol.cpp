@@ -1,6 +1,7 @@
 #include "envs/server/protocol.h"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <set>
 
@@ -328,6 +329,168 @@ json script_json(const EnvApiScript& script) {
     }
   }
   return {{"golden_lines", script.golden_lines}, {"lines", std::move(lines)}};
+}
+
+EpisodeStart episode_start(int slot, const Env& env) {
+  return {slot, env.observe_text(), env.instruction_prompt(), env.goal(), env.max_steps(), env.progression(),
+          env.reference_answer()};
+}
+
+StepOutcome step_outcome(int slot, const Env& env, const StepResult& result) {
+  return {slot, result, env.observe_text(), env.progression(), env.reference_answer()};
+}
+
+namespace {
+
+// --- Writing reset and step replies as text: nlohmann's dump() byte for byte (keys sorted as its
+// std::map sorts them, strings and numbers written as it writes them), so clients see no difference. ---
+
+bool is_valid_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x80) {
+      ++i;
+      continue;
+    }
+    // Lead byte: sequence length and the range of its second byte (no overlongs, surrogates, > U+10FFFF).
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;
+    if (byte >= 0xC2 && byte <= 0xDF) {
+      length = 2;
+    } else if (byte >= 0xE0 && byte <= 0xEF) {
+      length = 3;
+      if (byte == 0xE0) low = 0xA0;
+      if (byte == 0xED) high = 0x9F;
+    } else if (byte >= 0xF0 && byte <= 0xF4) {
+      length = 4;
+      if (byte == 0xF0) low = 0x90;
+      if (byte == 0xF4) high = 0x8F;
+    } else {
+      return false;
+    }
+    if (i + length > text.size()) return false;
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if (next < (k == 1 ? low : 0x80) || next > (k == 1 ? high : 0xBF)) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+void write_string(std::string& out, std::string_view text) {
+  if (!is_valid_utf8(text)) {
+    // Rare: nlohmann's own replacement of invalid sequences, so both paths agree.
+    out += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+    return;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  size_t plain = 0;  // the start of the run of bytes copied as they are
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.data() + plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+    }
+  }
+  out.append(text.data() + plain, text.size() - plain);
+  out += '"';
+}
+
+void write_double(std::string& out, double value) {
+  // nlohmann's own number writer (what dump() calls): null for non-finite, Grisu2 digits, ".0" on
+  // integral values.
+  if (!std::isfinite(value)) {
+    out += "null";
+    return;
+  }
+  char buffer[64];
+  out.append(buffer, nlohmann::detail::to_chars(buffer, buffer + sizeof buffer, value));
+}
+
+void write_observation(std::string& out, const TextObservation& observation) {
+  out += "{\"long_term\":";
+  write_string(out, observation.long_term);
+  out += ",\"short_term\":";
+  write_string(out, observation.short_term);
+  out += '}';
+}
+
+void write_reference_answer(std::string& out, const std::string& answer) {
+  if (answer.empty()) return;  // absent when empty, as in envs::episode_outputs
+  out += ",\"reference_answer\":";
+  write_string(out, answer);
+}
+
+template <typename Result, typename Write>
+std::string write_reply(std::string_view type, uint64_t id, const std::vector<Result>& results, Write write) {
+  std::string out;
+  out.reserve(64 + results.size() * 512);
+  out += "{\"id\":";
+  out += std::to_string(id);
+  out += ",\"results\":[";
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (i > 0) out += ',';
+    write(out, results[i]);
+  }
+  out += "],\"type\":";
+  write_string(out, type);
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+std::string encode_reset_reply(uint64_t id, const std::vector<EpisodeStart>& starts) {
+  return write_reply("reset", id, starts, [](std::string& out, const EpisodeStart& start) {
+    out += "{\"goal\":";
+    write_string(out, start.goal);
+    out += ",\"instruction_prompt\":";
+    write_string(out, start.instruction_prompt);
+    out += ",\"max_steps\":";
+    out += std::to_string(start.max_steps);
+    out += ",\"observation\":";
+    write_observation(out, start.observation);
+    out += ",\"progression\":";
+    write_double(out, start.progression);
+    write_reference_answer(out, start.reference_answer);
+    out += ",\"slot\":";
+    out += std::to_string(start.slot);
+    out += '}';
+  });
+}
+
+std::string encode_step_reply(uint64_t id, const std::vector<StepOutcome>& outcomes) {
+  return write_reply("step", id, outcomes, [](std::string& out, const StepOutcome& outcome) {
+    out += "{\"observation\":";
+    write_observation(out, outcome.observation);
+    out += ",\"progression\":";
+    write_double(out, outcome.progression);
+    write_reference_answer(out, outcome.reference_answer);
+    out += ",\"reward\":";
+    write_double(out, outcome.result.reward);
+    out += ",\"slot\":";
+    out += std::to_string(outcome.slot);
+    out += ",\"terminated\":";
+    out += outcome.result.terminated ? "true" : "false";
+    out += ",\"truncated\":";
+    out += outcome.result.truncated ? "true" : "false";
+    out += '}';
+  });
 }
 
 std::string encode_reply(std::string_view type, uint64_t id, json body) {

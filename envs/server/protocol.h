@@ -122,8 +122,16 @@ struct StepOutcome {
 
 // Server side: reply bodies (objects) and their envelope.
 nlohmann::json slot_info_json(int slot, const Env& env);
+/** What the reset and step replies carry, as envs::episode_outputs / step_outputs define it. */
 nlohmann::json episode_start_json(int slot, const Env& env);
 nlohmann::json step_outcome_json(int slot, const Env& env, const StepResult& result);
+EpisodeStart episode_start(int slot, const Env& env);
+StepOutcome step_outcome(int slot, const Env& env, const StepResult& result);
+/** The whole reset or step reply, written straight to text: the bytes encode_reply makes of
+ *  {"results": [episode_start_json or step_outcome_json...]}, without building a document, which
+ *  was the server's largest cost per step at large batches. */
+std::string encode_reset_reply(uint64_t id, const std::vector<EpisodeStart>& starts);
+std::string encode_step_reply(uint64_t id, const std::vector<StepOutcome>& outcomes);
 nlohmann::json script_json(const EnvApiScript& script);
 /** `body` with "type" and "id" added. */
 std::string encode_reply(std::string_view type, uint64_t id, nlohmann::json body);
