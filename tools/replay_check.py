@@ -45,12 +45,17 @@ def shorten_train(config, work, iterations):
         if int(fmt.get("dagger_rounds", 0)) > 0:
             fmt["dagger_rounds"] = 1
             fmt["dagger_episodes"] = min(int(fmt.get("dagger_episodes", 8)), 8)
+    reward = config.get("reward") or {}
+    if reward.get("process"):
+        # A streaming scorer batches the replies waiting when it wakes, so its float sums follow the
+        # timing; scored after each collection, its batches are the same on every run.
+        reward["streaming"] = False
     run = config.setdefault("run", {})
-    run.update({"iterations": iterations, "minutes": 0, "total_minutes": 0, "out": str(work / "run"), "eval_every": 1,
+    run.update({"iterations": iterations, "minutes": 0, "total_minutes": 0, "out": str(work / "run"), "eval_every": iterations,
                 "checkpoint_every": iterations})
-    run["eval_episodes"] = min(int(run.get("eval_episodes", 200)), 4)
+    run["eval_episodes"] = min(int(run.get("eval_episodes", 200)), 2)
     if int(run.get("final_eval_episodes", 0)) > 0:
-        run["final_eval_episodes"] = min(int(run["final_eval_episodes"]), 4)
+        run["final_eval_episodes"] = min(int(run["final_eval_episodes"]), 2)
     return config
 
 
