@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -37,6 +38,8 @@ def shorten_train(config, work, iterations):
         model["preset"] = "tiny"
     else:
         model["path"] = str(ROOT / model["path"])
+    if model.get("device", "cpu") != "cpu" and shutil.which("nvidia-smi") is None:
+        model["device"] = "cpu"  # a GPU config on a machine without one: the same steps on the CPU
     fmt = config.get("format")
     if fmt and fmt.get("model"):
         fmt["model"] = str(work / "models" / "format")
@@ -162,7 +165,7 @@ def build_base(rev, work):
     tree = work / "base-src"
     if not tree.exists():
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True)
-    launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if subprocess.run(["which", "ccache"], capture_output=True).returncode == 0 else []
+    launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
     subprocess.run(["cmake", "-S", str(tree), "-B", str(tree / "build"), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                     f"-DTURNRL_SHARED_DIR={ROOT.parent / 'shared'}", "-DBUILD_TESTING=OFF"] + launcher, check=True)
     subprocess.run(["cmake", "--build", str(tree / "build"), "--target", "turnrl", "-j", str(os.cpu_count())], check=True)
