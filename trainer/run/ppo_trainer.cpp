@@ -133,14 +133,14 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
   l.actor_optimizer = make_optimizer(l.actor, c.ppo.actor_lr, c.ppo.weight_decay);
   l.critic_optimizer = make_optimizer(l.critic, c.ppo.critic_lr, c.ppo.weight_decay);
   l.shuffle_rng.seed(c.run.seed);
-  l.estimator = parse_estimator(c.ppo.estimator);
-  l.reward_manager = rewards::make_reward_manager(c.reward.manager, c.reward.normalize_by_length);
+  l.estimator = c.ppo.estimator;
+  l.reward_manager = rewards::make_reward_manager(enum_name(c.reward.manager), c.reward.normalize_by_length);
 
   std::shared_ptr<agents::LanguageModel> policy = agents::LanguageModel::over(l.actor, agents::Tokenizer::load(path));
   l.allowed_tokens = action_vocabulary(c, policy->tokenizer());
   l.pad_id = policy->tokenizer().pad_id();
   s.sampler = make_policy_agent(policy, c, false, c.run.seed);
-  s.evaluator = make_policy_agent(policy, c, c.run.eval_decoding == "greedy", c.run.seed);
+  s.evaluator = make_policy_agent(policy, c, c.run.eval_decoding == TrainConfig::Run::Decoding::kGreedy, c.run.seed);
   if (!s.sampler->token_level()) throw std::logic_error("the training agent must be token-level");
 
   RolloutConfig rollout;
@@ -155,7 +155,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
   rollout.record_state_hashes = l.estimator == Estimator::kGigpo;
   s.reward_streams.streaming = c.reward.streaming;
   if (!c.reward.scorer.url.empty()) {
-    const SampleUnit unit = c.reward.manager == "episode" ? SampleUnit::kEpisode : SampleUnit::kTurn;
+    const SampleUnit unit = c.reward.manager == TrainConfig::Reward::Manager::kEpisode ? SampleUnit::kEpisode : SampleUnit::kTurn;
     s.reward_streams.scorer = std::make_unique<ScoringStream>(std::make_shared<HttpScorer>(c.reward.scorer),
                                                               ScoringStreamOptions{unit, c.reward.scorer.concurrency, 1});
   }
@@ -251,7 +251,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
     const double success = scores["overall"]["success"];
     const double progression = scores["overall"]["progression"];
     const double progression_se = scores["overall"]["progression_se"];
-    const std::string& decoding = c.run.eval_decoding;
+    const std::string& decoding = enum_name(c.run.eval_decoding);
     spdlog::info("{:<5} iter {:4d} | {:5.1f} min | {} success {:.3f}, progression {:.3f} +- {:.3f} on {} seeds from {} per task | mean length {:.1f}",
                  type, iteration, elapsed() / 60.0, decoding, success, progression, progression_se, episodes, first_seed, length);
     for (const TaskScore& task : tasks) {
@@ -281,7 +281,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
       line["best"] = true;
     }
     metrics << line.dump() << "\n" << std::flush;
-    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids, c.run.eval_decoding);
+    write_learning_curve_svg(c.run.out + "/curve.svg", s.curve, c.env.ids, enum_name(c.run.eval_decoding));
     last_eval_seconds = std::chrono::duration<double>(Clock::now() - eval_start).count();
   };
   auto checkpoint_now = [&] {
@@ -502,7 +502,7 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   // once more on seeds that took no part in the choice, decoded as the run's evaluations are.
   if (writer && c.run.has_final_eval() && !stopped) {
     const std::unique_ptr<agents::Agent> model = make_policy_agent(agents::LanguageModel::load(c.run.out + "/model", c.model.device), c,
-                                                                    c.run.eval_decoding == "greedy", c.run.seed);
+                                                                    c.run.eval_decoding == TrainConfig::Run::Decoding::kGreedy, c.run.seed);
     metrics << score_actor(*model, "final", model_iteration, c.run.final_eval_seed, c.run.final_episodes(), nullptr).dump() << "\n"
             << std::flush;
   }
