@@ -71,7 +71,8 @@ TEST_CASE("every shipped config loads to the values the loader before issue 47 g
   for (const auto& entry : fs::directory_iterator(kSource + "/configs")) {
     const std::string name = entry.path().filename().string();
     const std::string before = read_text(kSource + "/tests/data/config_before_47/" + name);
-    REQUIRE_MESSAGE(!before.empty(), name + " has no fixture: add it with the loader it must match");
+    const std::string missing = name + " has no fixture: add it from the loader it must match";
+    REQUIRE_MESSAGE(!before.empty(), missing);
     const std::string now = name.starts_with("eval-") ? turnrl::tools::eval_config_yaml(load_eval_config(entry.path().string()))
                                                       : TrainConfig::load(entry.path().string()).to_yaml();
     CHECK_MESSAGE(flat(now) == flat(before), name);

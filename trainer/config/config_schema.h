@@ -47,9 +47,11 @@ void write_keys(YAML::Emitter& out, const Schema<S>& keys, const S& value) {
   out << YAML::EndMap;
 }
 template <typename S>
-std::vector<KeyInfo> describe_keys(const Schema<S>& keys, const std::string& prefix = "", const S& defaults = S{}) {
+std::vector<KeyInfo> describe_keys(const Schema<S>& keys, const std::string& prefix = "") {
+  // Never destroyed: GCC 12 warns (falsely) on the cleanup of a local EvalConfig's maps.
+  static const S* const defaults = new S();
   std::vector<KeyInfo> rows;
-  for (const Key<S>& key : keys) key.describe(rows, prefix, defaults);
+  for (const Key<S>& key : keys) key.describe(rows, prefix, *defaults);
   return rows;
 }
 
@@ -167,9 +169,9 @@ Key<S> key(std::string name, T S::*member, std::string doc, Check<T> check = {})
 template <typename S, typename Inner>
 struct SectionRules {
   /** Checks across the mapping's keys, after they are read (fails through the section). */
-  std::function<void(ConfigSection&, const Inner&)> check;
+  std::function<void(ConfigSection&, const Inner&)> check = nullptr;
   /** Whether to_yaml writes the mapping (null: always). */
-  std::function<bool(const S&)> written;
+  std::function<bool(const S&)> written = nullptr;
   /** Read only where the file has it (its keys then have no defaults to fall back on). */
   bool only_when_present = false;
 };
