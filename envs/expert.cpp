@@ -22,9 +22,16 @@ std::string families_with_expert(ExpertSight sight) {
 
 }  // namespace
 
+const std::vector<std::string>& expert_sight_names() {
+  static const std::vector<std::string> names = {"full", "view"};
+  return names;
+}
+
 ExpertSight parse_expert_sight(const std::string& name) {
-  if (name == "full") return ExpertSight::kFull;
-  if (name == "view") return ExpertSight::kView;
+  const std::vector<std::string>& names = expert_sight_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<ExpertSight>(i);
+  }
   throw std::invalid_argument("expert sight must be full or view, got '" + name + "'");
 }
 

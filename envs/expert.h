@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "envs/env.h"
 
@@ -15,6 +16,8 @@ namespace turnrl::envs {
  *  (BabyAI; BabaIsAI shows the whole level, so its expert is the same either way). */
 enum class ExpertSight { kFull, kView };
 
+/** "full", "view": the names of ExpertSight's values, in their order (configs write them). */
+const std::vector<std::string>& expert_sight_names();
 /** "full" or "view"; throws std::invalid_argument for anything else. */
 ExpertSight parse_expert_sight(const std::string& name);
 

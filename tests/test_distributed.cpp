@@ -54,7 +54,7 @@ TrainConfig learner_config(const std::string& model, const std::string& estimato
   c.env.n_env = kSlotsPerRank;
   c.env.e_len = 3;
   c.env.group_size = 2;
-  c.ppo.estimator = estimator;
+  c.ppo.estimator = parse_estimator(estimator);
   c.ppo.minibatch = 5;  // 24 combined rows: mini-batches of 5 and 4, split unevenly over the ranks
   c.ppo.epochs = 2;
   c.ppo.weight_decay = 0.01;  // moves any parameter that wrongly gets a zero gradient
@@ -77,8 +77,8 @@ LearnerState make_learner(const TrainConfig& c) {
   l.actor_optimizer = adamw(l.actor, c.ppo.actor_lr);
   l.critic_optimizer = adamw(l.critic, c.ppo.critic_lr);
   l.shuffle_rng.seed(c.run.seed);
-  l.estimator = parse_estimator(c.ppo.estimator);
-  l.reward_manager = rewards::make_reward_manager(c.reward.manager, false);
+  l.estimator = c.ppo.estimator;
+  l.reward_manager = rewards::make_reward_manager(enum_name(c.reward.manager), false);
   const auto tokenizer = turnrl::agents::Tokenizer::load(c.model.path);
   l.allowed_tokens = action_vocabulary(c, tokenizer);
   l.pad_id = tokenizer.pad_id();

@@ -200,7 +200,7 @@ TEST_CASE("format data from the expert with noise: random turns are played, not 
     CHECK_FALSE(messages.back().contains("weight"));
   }
   CHECK(past_replies > 0);
-  spec.policy = "random";
+  spec.policy = turnrl::trainer::FormatPolicy::kRandom;
   spec.expert_noise = 0.3;
   const SftDataCounts random = write_sft_data(spec, root + "/random.jsonl");
   CHECK(random.transcripts == random.turns);  // noise applies to the expert only, and a config says so
@@ -247,7 +247,7 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
     size_t turns = 0, disagreements = 0, other_sight = 0;  // other_sight: labels the other expert would not give
   };
   auto replay = [&](uint64_t first_seed, uint64_t episodes) {
-    const turnrl::envs::ExpertSight sight = turnrl::envs::parse_expert_sight(spec.expert_sight);
+    const turnrl::envs::ExpertSight sight = spec.expert_sight;
     const turnrl::envs::ExpertSight other = sight == turnrl::envs::ExpertSight::kFull ? turnrl::envs::ExpertSight::kView : turnrl::envs::ExpertSight::kFull;
     Replayed replayed;
     for (uint64_t k = 0; k < episodes; ++k) {
@@ -290,11 +290,11 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   CHECK(full.disagreements > full.turns / 3);  // the learner's own play, not the expert's
   // The view-bound expert labels where the goto target is out of view with a search, not a turn
   // towards it: the two experts' labels differ there.
-  spec.expert_sight = "view";
+  spec.expert_sight = turnrl::envs::ExpertSight::kView;
   const Replayed view = replay(5100, 6);
   CHECK(view.turns > 20u);
   CHECK(view.other_sight > 0u);
-  spec.expert_sight = "full";
+  spec.expert_sight = turnrl::envs::ExpertSight::kFull;
   spec.expert_noise = 0.2;
   CHECK_THROWS_AS(write_sft_data(spec, root + "/noisy.jsonl", &random_learner), std::invalid_argument);
   const std::string noisy = expert_goto_config(root, "  policy: expert\n  expert_noise: 0.1\n  dagger_rounds: 1\n  dagger_episodes: 8\n");
@@ -306,8 +306,8 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   const std::string random_player = expert_goto_config(root, "  dagger_rounds: 1\n  dagger_episodes: 8\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("dagger_random.yaml", random_player)), doctest::Contains("format.dagger_rounds: needs policy: expert"));
   const TrainConfig view_config = TrainConfig::load(write_config("sight_view.yaml", expert_goto_config(root, "  policy: expert\n  expert_sight: view\n")));
-  CHECK(view_config.format.expert_sight == "view");
-  CHECK(format_data_spec(view_config, config.model.path, tokenizer).expert_sight == "view");
+  CHECK(view_config.format.expert_sight == turnrl::envs::ExpertSight::kView);
+  CHECK(format_data_spec(view_config, config.model.path, tokenizer).expert_sight == turnrl::envs::ExpertSight::kView);
   const std::string bad_sight = expert_goto_config(root, "  policy: expert\n  expert_sight: partial\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("sight_bad.yaml", bad_sight)), doctest::Contains("format.expert_sight: must be full or view"));
   const std::string random_view = expert_goto_config(root, "  expert_sight: view\n");
@@ -319,7 +319,7 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   const TrainConfig aim_config = TrainConfig::load(write_config("aim_expert.yaml", expert_aim));
   CHECK(aim_config.format.reply_template == "{aim} ACTION: {action}");
   SftDataSpec random_aim_spec = format_data_spec(aim_config, config.model.path, tokenizer);
-  random_aim_spec.policy = "random";  // as make-sft-data --policy random sets it, past the config's check
+  random_aim_spec.policy = turnrl::trainer::FormatPolicy::kRandom;  // past the config's check
   CHECK_THROWS_WITH(write_sft_data(random_aim_spec, root + "/random_aim.jsonl"), doctest::Contains("{aim} needs policy expert"));
 }
 
@@ -495,7 +495,7 @@ TEST_CASE("a cosine schedule takes the supervised rate from lr down to 0 over th
   settings.epochs = 2;
   settings.batch_size = 8;
   settings.lr = 2e-3;
-  settings.lr_schedule = "cosine";
+  settings.lr_schedule = turnrl::trainer::LrSchedule::kCosine;
   run_sft({root + "/data.jsonl"}, root + "/base", root + "/tuned", settings);
   // The optimizer's rate at each step, as the metrics record it.
   const std::vector<nlohmann::json> steps = read_lines(root + "/tuned/sft_metrics.jsonl");
@@ -503,20 +503,18 @@ TEST_CASE("a cosine schedule takes the supervised rate from lr down to 0 over th
   CHECK(steps.front().at("lr").get<double>() == doctest::Approx(2e-3));
   for (size_t k = 1; k < steps.size(); ++k) CHECK(steps[k].at("lr").get<double>() < steps[k - 1].at("lr").get<double>());
   CHECK(steps.back().at("lr").get<double>() < 1e-4);
-  settings.lr_schedule = "linear";
-  CHECK_THROWS_AS(run_sft({root + "/data.jsonl"}, root + "/base", root + "/bad", settings), std::invalid_argument);
   const std::string bad = expert_goto_config(root, "  episodes: 20\n  lr_schedule: linear\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("schedule_bad.yaml", bad)), doctest::Contains("format.lr_schedule: must be constant or cosine"));
   const std::string good = expert_goto_config(root, "  episodes: 20\n  lr_schedule: cosine\n");
-  CHECK(TrainConfig::load(write_config("schedule_good.yaml", good)).format.lr_schedule == "cosine");
+  CHECK(TrainConfig::load(write_config("schedule_good.yaml", good)).format.lr_schedule == turnrl::trainer::LrSchedule::kCosine);
   const std::string bad_final = expert_goto_config(root, "  episodes: 20\n  final_lr_schedule: step\n");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("final_schedule_bad.yaml", bad_final)),
                     doctest::Contains("format.final_lr_schedule: must be constant or cosine"));
   // A run's config.yaml (to_yaml) keeps the setting, so `eval --run` and a resume read it back.
   const TrainConfig final_cosine =
       TrainConfig::load(write_config("final_schedule_good.yaml", expert_goto_config(root, "  episodes: 20\n  final_lr_schedule: cosine\n")));
-  CHECK(final_cosine.format.final_lr_schedule == "cosine");
-  CHECK(TrainConfig::load(write_config("final_schedule_again.yaml", final_cosine.to_yaml())).format.final_lr_schedule == "cosine");
+  CHECK(final_cosine.format.final_lr_schedule == turnrl::trainer::LrSchedule::kCosine);
+  CHECK(TrainConfig::load(write_config("final_schedule_again.yaml", final_cosine.to_yaml())).format.final_lr_schedule == turnrl::trainer::LrSchedule::kCosine);
 }
 
 TEST_CASE("the tiny preset learns replies that depend on action words in the observation") {

@@ -739,7 +739,7 @@ TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rol
                            "reward:\n  manager: episode\n"
                            "run:\n  iterations: 3\n  checkpoint_every: 3\n  eval_every: 3\n  eval_episodes: 2\n  out: " + root + "/run\n";
   const TrainConfig config = TrainConfig::load(write_config("gigpo.yaml", yaml));
-  CHECK(config.reward.manager == "episode");
+  CHECK(config.reward.manager == TrainConfig::Reward::Manager::kEpisode);
   PpoTrainer(config, "").train();
   const std::vector<nlohmann::json> train = metrics_of_type(root + "/run/metrics.jsonl", "train");
   for (const nlohmann::json& line : train) {
@@ -801,7 +801,7 @@ TEST_CASE("reward config: managers with process, the process and scorer sections
                         "reward:\n  manager: [episode, process]\n  streaming: false\n  process:\n    markers: ['So ', 'Wait,']\n"
                         "    max_segment_tokens: 12\n    answer_prompt: ' Action'\n    weight: 20\n  scorer:\n    url: http://127.0.0.1:9/score\n"
                         "    concurrency: 3\n    timeout: 2.5\n    retries: 1\n"));
-  CHECK(process.reward.manager == "episode");
+  CHECK(process.reward.manager == TrainConfig::Reward::Manager::kEpisode);
   CHECK(process.reward.process);
   CHECK_FALSE(process.reward.streaming);
   CHECK(process.reward.process_rewards.segmentation.markers == std::vector<std::string>{"So ", "Wait,"});

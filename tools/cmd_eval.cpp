@@ -37,12 +37,13 @@ constexpr double kProgressSeconds = 5.0;  // between progress lines (episodes do
 std::string family_of(const std::string& env_id) { return env_id.substr(0, env_id.find('/')); }
 
 std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
-  if (model.type == "random") return std::make_unique<agents::RandomAgent>();
+  using Type = EvalModel::Type;
+  if (model.type == Type::kRandom) return std::make_unique<agents::RandomAgent>();
   // The env's scripted expert (envs/expert.h): the ceiling a format stage's demonstrations set.
-  if (model.type == "expert") return std::make_unique<agents::ExpertAgent>("{action}", envs::parse_expert_sight(model.sight));
+  if (model.type == Type::kExpert) return std::make_unique<agents::ExpertAgent>("{action}", model.expert_sight);
   // A person answers each prompt on the terminal: the BALROG protocol with a human baseline.
-  if (model.type == "human") return std::make_unique<agents::HumanAgent>(std::cin, std::cout);
-  if (model.type == "http") {
+  if (model.type == Type::kHuman) return std::make_unique<agents::HumanAgent>(std::cin, std::cout);
+  if (model.type == Type::kHttp) {
     agents::HttpAgentConfig http;
     http.base_url = model.base_url;
     http.model = model.model;
@@ -194,7 +195,10 @@ int run_eval(int argc, char** argv) {
                "COUNT seeds from START per task; writes DIR/summary.json beside the usual summary files.",
                "turnrl eval"};
   std::string config_path, run_dir, seeds, run_out;
+  std::vector<std::string> overrides;
   auto* config_option = app.add_option("--config", config_path, "sweep YAML (see configs/eval-*.yaml)")->check(CLI::ExistingFile);
+  app.add_option("--set", overrides, "KEY=VALUE: override a key of --config (`turnrl config --reference`), e.g. episodes_per_task=3")
+      ->needs(config_option);
   auto* run_option = app.add_option("--run", run_dir, "a training run's folder (run.out)")->check(CLI::ExistingDirectory)->excludes(config_option);
   app.add_option("--seeds", seeds, "START:COUNT seeds per task (with --run)")->needs(run_option);
   app.add_option("--out", run_out, "output folder (with --run)")->needs(run_option);
@@ -206,7 +210,7 @@ int run_eval(int argc, char** argv) {
     return evaluate_run(run_dir, seeds, run_out, sampled);
   }
   if (config_path.empty()) throw std::invalid_argument("eval needs --config FILE or --run RUN (see turnrl eval --help)");
-  const EvalConfig config = load_eval_config(config_path);
+  const EvalConfig config = load_eval_config(config_path, overrides);
   const std::filesystem::path out_dir = config.output_dir;
   std::filesystem::create_directories(out_dir);
   const std::string jsonl = (out_dir / "episodes.jsonl").string();
@@ -221,10 +225,10 @@ int run_eval(int argc, char** argv) {
       throw std::runtime_error(jsonl + ": a record lacks a field: " + error.what());
     }
   }
-  const size_t total = config.models.size() * config.tasks.size() * static_cast<size_t>(config.episodes_per_task);
+  const size_t total = config.models.size() * config.env.ids.size() * static_cast<size_t>(config.episodes_per_task);
   size_t done = 0;
   for (const auto& model : config.models) {
-    for (const auto& task : config.tasks) {
+    for (const auto& task : config.env.ids) {
       for (int e = 0; e < config.episodes_per_task; ++e) done += finished.count({model.name, task, e});
     }
   }
@@ -235,7 +239,7 @@ int run_eval(int argc, char** argv) {
   for (const auto& model : config.models) {
     std::vector<trainer::EpisodeJob> jobs;
     std::vector<int> episode_of;
-    for (const auto& task : config.tasks) {
+    for (const auto& task : config.env.ids) {
       for (int e = 0; e < config.episodes_per_task; ++e) {
         if (finished.count({model.name, task, e})) continue;
         // Reproducible seeds per (sweep seed, episode index), the same for every model and task.
@@ -244,14 +248,14 @@ int run_eval(int argc, char** argv) {
       }
     }
     if (jobs.empty()) continue;
-    spdlog::info("model {} ({}): {} episodes", model.name, model.type, jobs.size());
+    spdlog::info("model {} ({}): {} episodes", model.name, trainer::enum_name(model.type), jobs.size());
     std::unique_ptr<agents::Agent> agent = make_agent(model);
     auto make_env = [&](const std::string& id) {
       const auto options = config.env_options.find(family_of(id));
       return envs::make_env(id, options == config.env_options.end() ? nlohmann::json::object() : options->second);
     };
     trainer::EpisodeRunnerConfig runner = config.runner;
-    runner.progress_s = model.type == "human" ? 0.0 : kProgressSeconds;  // no lines between a person's prompts
+    runner.progress_s = model.type == EvalModel::Type::kHuman ? 0.0 : kProgressSeconds;  // no lines between a person's prompts
     runner.progress_label = model.name;
     trainer::run_episodes(jobs, make_env, *agent, runner, [&](trainer::EpisodeLog&& log) {
       const int episode = episode_of[log.job.key];

@@ -1,6 +1,7 @@
 // `turnrl sft` and `turnrl make-sft-data`: the supervised format stage as two commands (a config's
 // `format:` section runs the same code inside `turnrl train`).
 #include <cstdio>
+#include <map>
 
 #include <spdlog/spdlog.h>
 
@@ -12,26 +13,11 @@
 #include "trainer/dist/distributed.h"
 #include "trainer/sft/format_stage.h"
 #include "trainer/sft/lr_schedule.h"
-#include "trainer/config/config_reader.h"
 #include "trainer/sft/sft_data.h"
 #include "trainer/sft/sft.h"
 #include "trainer/config/train_config.h"
 
 namespace turnrl::tools {
-namespace {
-
-/** CLI11's ranges are closed; expert noise must stay below 1 (the config's own check). */
-CLI::Validator half_open_unit_interval_option() {
-  return CLI::Validator(
-      [in_range = trainer::half_open_unit_interval()](std::string& text) {
-        double value = 0.0;
-        return CLI::detail::lexical_cast(text, value) && in_range(value) ? std::string() : "must be in [0, 1): " + text;
-      },
-      "in [0, 1)");
-}
-
-}  // namespace
-
 int run_sft(int argc, char** argv) {
   CLI::App app{"Supervised fine-tuning on chat transcripts (JSON Lines of {\"messages\": [...]}), loss on the assistant\n"
                "messages only (but those with \"weight\": 0, past turns); writes a Hugging Face folder with sft_metrics.jsonl and sft_loss.svg beside it.\n"
@@ -49,8 +35,10 @@ int run_sft(int argc, char** argv) {
   app.add_option("--out", out, "output model folder (not --model)")->required();
   app.add_option("--epochs", settings.epochs, "passes over the data")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--lr", settings.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  std::map<std::string, trainer::LrSchedule> schedules;
+  for (const std::string& name : trainer::EnumNames<trainer::LrSchedule>::names()) schedules[name] = *trainer::parse_enum<trainer::LrSchedule>(name);
   app.add_option("--lr-schedule", settings.lr_schedule, "constant, or cosine: from --lr down to 0 over the run")
-      ->capture_default_str()->check(CLI::IsMember(trainer::lr_schedules()));
+      ->transform(CLI::CheckedTransformer(schedules))->default_str("constant");
   app.add_option("--batch-size", settings.batch_size, "examples per step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--seed", settings.seed, "shuffle seed")->capture_default_str();
   app.add_option("--device", settings.device, "cpu or cuda")->capture_default_str();
@@ -74,37 +62,16 @@ int run_make_sft_data(int argc, char** argv) {
                "Seeds default to the top of the config's training block and may never be its evaluation seeds.",
                "turnrl make-sft-data"};
   std::string config_path, out, model;
-  int episodes = 0;
-  std::string reply_template, policy, expert_sight;
-  double keyed_share = -1.0;
-  double expert_noise = -1.0, min_progression = -1.0;
+  std::vector<std::string> overrides;
   uint64_t first_seed = 0;
-  app.add_option("--config", config_path, "a training config (tasks, env options, turn settings)")->required()->check(CLI::ExistingFile);
+  app.add_option("--config", config_path, "a training config (tasks, env options, turn settings, format: keys)")->required()->check(CLI::ExistingFile);
   app.add_option("--out", out, "output JSON Lines file")->required();
-  app.add_option("--episodes", episodes, "episodes to play (default: the config's format.episodes)")->check(CLI::PositiveNumber);
-  app.add_option("--template", reply_template, "reply with {action}, and {aim} for the expert's aim before it (default: the config's format.reply_template)");
-  app.add_option("--policy", policy, "random or expert (default: the config's format.policy)")->check(CLI::IsMember({"random", "expert"}));
-  app.add_option("--expert-sight", expert_sight, "with the expert, full (the state) or view (what the prompt shows) (default: the config's format.expert_sight)")
-      ->check(CLI::IsMember({"full", "view"}));
-  app.add_option("--keyed-share", keyed_share, "share of actions keyed on the observation (default: the config's format.keyed_share)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--expert-noise", expert_noise, "with the expert, share of turns played at random and not written (default: the config's format.expert_noise)")
-      ->check(half_open_unit_interval_option());
-  app.add_option("--min-progression", min_progression, "write only episodes reaching this progression (default: the config's format.min_progression)")
-      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--set", overrides, "SECTION.KEY=VALUE: override a key of --config, checked as the file's own; the format keys\n"
+                                     "choose the data (`turnrl config --reference`), e.g. --set format.policy=expert --set format.episodes=500");
   auto* seed_option = app.add_option("--first-seed", first_seed, "seed of the first episode (default: top of the training block)");
   app.add_option("--model", model, "model folder whose tokenizer cuts prompts to the token budget (default: model.path)");
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
-  trainer::TrainConfig config = trainer::TrainConfig::load(config_path);
-  if (episodes > 0) config.format.episodes = episodes;
-  if (!reply_template.empty()) config.format.reply_template = reply_template;
-  if (!policy.empty()) config.format.policy = policy;
-  if (keyed_share >= 0.0) config.format.keyed_share = keyed_share;
-  if (expert_noise >= 0.0) config.format.expert_noise = expert_noise;
-  if (!expert_sight.empty()) config.format.expert_sight = expert_sight;
-  if (min_progression >= 0.0) config.format.min_progression = min_progression;
-  if (config.format.expert_noise > 0.0 && config.format.policy != "expert") throw std::invalid_argument("--expert-noise needs the expert policy");
-  if (config.format.expert_sight != "full" && config.format.policy != "expert") throw std::invalid_argument("--expert-sight needs the expert policy");
+  const trainer::TrainConfig config = trainer::TrainConfig::load(config_path, overrides);
   if (model.empty()) model = config.model.path;
   const agents::Tokenizer tokenizer = agents::Tokenizer::load(model);
   trainer::SftDataSpec spec = trainer::format_data_spec(config, model, tokenizer);

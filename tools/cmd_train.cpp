@@ -43,25 +43,26 @@ int run_train(int argc, char** argv) {
                "Data-parallel: --nproc N runs N ranks here; --rank/--world-size/--master joins a run across\n"
                "machines. Each rank collects env.n_env slots of its own, rank 0 writes the run folder.",
                "turnrl train"};
-  std::string config_path, resume, out;
-  int iterations = 0;
-  double minutes = -1, total_minutes = -1;
+  std::string config_path, resume;
+  std::vector<std::string> overrides;
   RankOptions rank_options;
   app.add_option("--config", config_path, "YAML config")->required()->check(CLI::ExistingFile);
   app.add_option("--resume", resume, "continue a run (RUN or RUN/checkpoint)")->check(CLI::ExistingDirectory);
-  app.add_option("--out", out, "override run.out");
-  app.add_option("--iterations", iterations, "override run.iterations")->check(CLI::PositiveNumber);
-  app.add_option("--minutes", minutes, "override run.minutes, PPO's limit (0 = no limit)")->check(CLI::NonNegativeNumber);
-  app.add_option("--total-minutes", total_minutes, "override run.total_minutes, the whole run's limit, format stage included (0 = no limit)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--set", overrides, "SECTION.KEY=VALUE: override a key of --config, checked as the file's own\n"
+                                     "(`turnrl config --reference` lists them), e.g. --set ppo.clip=0.1 --set env.id=[babyai/goto]");
+  // Shorthands of --set for the keys runs override most.
+  const auto shorthand = [&](const char* flag, const char* key, const char* what) {
+    app.add_option_function<std::string>(flag, [&overrides, key](const std::string& value) { overrides.push_back(std::string(key) + "=" + value); },
+                                         std::string("--set ") + key + "=VALUE: " + what);
+  };
+  shorthand("--out", "run.out", "the run folder");
+  shorthand("--iterations", "run.iterations", "PPO iterations");
+  shorthand("--minutes", "run.minutes", "PPO's limit (0 = no limit)");
+  shorthand("--total-minutes", "run.total_minutes", "the whole run's limit, format stage included (0 = no limit)");
   rank_options.add_to(app);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
-  trainer::TrainConfig config = trainer::TrainConfig::load(config_path);
+  const trainer::TrainConfig config = trainer::TrainConfig::load(config_path, overrides);
   if (const std::optional<int> code = rank_options.launch(argc, argv)) return *code;
-  if (!out.empty()) config.run.out = out;
-  if (iterations > 0) config.run.iterations = iterations;
-  if (minutes >= 0) config.run.minutes = minutes;
-  if (total_minutes >= 0) config.run.total_minutes = total_minutes;
   const std::shared_ptr<trainer::ProcessGroup> ranks = rank_options.join();
   trainer::PpoTrainer trainer(config, resume, ranks);
   std::signal(SIGINT, request_training_stop);

@@ -27,5 +27,6 @@ int run_env_server(int argc, char** argv);
 int run_sft(int argc, char** argv);
 int run_make_sft_data(int argc, char** argv);
 int run_serve(int argc, char** argv);
+int run_config(int argc, char** argv);
 
 }  // namespace turnrl::tools

@@ -13,6 +13,7 @@ const std::vector<Command>& commands() {
       {"replay", "replay golden trajectories and compare every recorded field", run_replay},
       {"bench", "benchmarks (env stepping, ...)", run_bench},
       {"envs", "list the registered environment ids, their actions and options", run_envs},
+      {"config", "the reference of every config key: type, default, doc (--reference)", run_config},
       {"env-server", "serve the environments over ZeroMQ to remote clients (C++, Python)", run_env_server},
       {"tokenize", "encode or decode JSON Lines with a Hugging Face tokenizer", run_tokenize},
 #ifdef TURNRL_WITH_TORCH

@@ -5,78 +5,141 @@
 #include <stdexcept>
 
 #include "envs/registry.h"
-#include "trainer/config/config_reader.h"
 
 namespace turnrl::tools {
 namespace {
 
+using trainer::Check;
 using trainer::ConfigSection;
+using trainer::Key;
+using trainer::KeyInfo;
+using trainer::Schema;
+using trainer::key;
+using trainer::key_at;
 
 constexpr int kBalrogMaxTokens = 8192;  // BALROG's client default (balrog.md 1.2)
 constexpr int kLocalMaxTokens = 64;
 
-EvalModel read_model(ConfigSection section) {
-  EvalModel model;
-  section.read("name", model.name);
-  section.read("type", model.type, trainer::one_of({"random", "expert", "human", "http", "llm"}), "must be random, expert, human, http or llm");
-  section.read("sight", model.sight, trainer::one_of({"full", "view"}), "must be full or view");
-  section.read("base_url", model.base_url);
-  section.read("model", model.model);
-  section.read("api_key_env", model.api_key_env);
-  section.read("timeout_s", model.timeout_s, trainer::positive<double>(), "must be > 0");
-  section.read("retries", model.retries, trainer::non_negative<int>(), "must be >= 0");
-  section.read("concurrency", model.concurrency, trainer::positive<int>(), "must be >= 1");
-  section.read("path", model.path);
-  section.read("device", model.device);
-  section.read("temperature", model.temperature, trainer::non_negative<double>(), "must be >= 0");
-  section.read("max_new_tokens", model.max_new_tokens, trainer::positive<int>(), "must be > 0");
-  section.finish();
+Schema<EvalModel> model_keys() {
+  using M = EvalModel;
+  return {
+      key("name", &M::name, "the model's name in outputs (required, unique)"),
+      key("type", &M::type, "the agent (required): random, the env's scripted expert, a person, an OpenAI-compatible server, a model folder"),
+      key("expert_sight", &M::expert_sight, "expert: what it reads, the whole state or only what the prompt shows"),
+      key("base_url", &M::base_url, "http: the server's base URL (required)"),
+      key("model", &M::model, "http: the served model's name (required)"),
+      key("api_key_env", &M::api_key_env, "http: the environment variable holding the API key"),
+      key("timeout", &M::timeout_s, "http: seconds a request may take", trainer::positive<double>("seconds")),
+      key("retries", &M::retries, "http: retries of a failed request", trainer::non_negative<int>()),
+      key("concurrency", &M::concurrency, "http: requests in flight at once", trainer::positive<int>()),
+      key("path", &M::path, "llm: the model folder (required)"),
+      key("device", &M::device, "llm: cpu or cuda"),
+      key("temperature", &M::temperature, "http and llm: sampling temperature (0: greedy)", trainer::non_negative<double>()),
+      key("max_response_tokens", &M::max_new_tokens, "http and llm: reply length limit (unset: BALROG's 8192 for http, 64 for llm)",
+          trainer::positive<int>()),
+  };
+}
+
+void check_model(ConfigSection& section, EvalModel& model) {
+  using Type = EvalModel::Type;
   if (model.name.empty()) section.fail("name", "is required");
-  if (model.type.empty()) section.fail("type", "is required (random, expert, human, http or llm)");
-  if (model.type == "http" && (model.base_url.empty() || model.model.empty())) section.fail("base_url", "and model are required for type http");
-  if (model.sight != "full" && model.type != "expert") section.fail("sight", "applies to type expert only");
-  if (model.type == "llm" && model.path.empty()) section.fail("path", "is required for type llm");
-  if (model.max_new_tokens == 0) model.max_new_tokens = model.type == "http" ? kBalrogMaxTokens : kLocalMaxTokens;
-  return model;
+  if (!section.has_value("type")) section.fail("type", "is required (random, expert, human, http or llm)");
+  if (model.type == Type::kHttp && (model.base_url.empty() || model.model.empty())) section.fail("base_url", "and model are required for type http");
+  if (model.expert_sight != envs::ExpertSight::kFull && model.type != Type::kExpert) section.fail("expert_sight", "applies to type expert only");
+  if (model.type == Type::kLlm && model.path.empty()) section.fail("path", "is required for type llm");
+  if (model.max_new_tokens == 0) model.max_new_tokens = model.type == Type::kHttp ? kBalrogMaxTokens : kLocalMaxTokens;
+}
+
+/** `env_options`: family -> a mapping of options. */
+Key<EvalConfig> env_options_key() {
+  return {"env_options",
+          [](ConfigSection& section, EvalConfig& config) {
+            nlohmann::json options = nlohmann::json::object();
+            section.read_json("env_options", options);
+            for (const auto& [family, value] : options.items()) {
+              if (!value.is_object()) section.fail("env_options", "'" + family + "' must map to a mapping of options");
+              config.env_options[family] = value;
+            }
+          },
+          [](YAML::Emitter& out, const EvalConfig& config) {
+            out << YAML::Key << "env_options" << YAML::Value << YAML::BeginMap;
+            for (const auto& [family, options] : config.env_options) {
+              out << YAML::Key << family << YAML::Value << YAML::Flow << YAML::Load(options.dump());
+            }
+            out << YAML::EndMap;
+          },
+          [](std::vector<KeyInfo>& rows, const std::string& prefix, const EvalConfig&) {
+            rows.push_back({prefix + "env_options", "mapping", "", "env options per family (the id's part before '/'), e.g. {babyai: {num_dists: 8}}"});
+          }};
+}
+
+const Schema<EvalConfig>& eval_schema() {
+  using C = EvalConfig;
+  static const Schema<C> schema = {
+      key("output_dir", &C::output_dir, "the sweep's folder: per-episode JSON Lines (resumable), summaries, plot"),
+      trainer::section("env", &C::env, Schema<C::Env>{key("id", &C::Env::ids, "the tasks (env ids) of the sweep (required)")},
+                       "the environments"),
+      key("episodes_per_task", &C::episodes_per_task, "episodes of each task per model", trainer::positive<int>()),
+      key("seed", &C::seed, "episode e of every task uses seed + e"),
+      key_at<C>("parallel_episodes", [](C& c) -> auto& { return c.runner.parallel_episodes; }, "episodes running at once",
+                trainer::positive<int>()),
+      key_at<C>("batch_size", [](C& c) -> auto& { return c.runner.batch_size; },
+                "prompts per act() call of llm, random and human agents; 0: all waiting"),
+      trainer::section_at<C>("turn", [](C& c) -> auto& { return c.runner.turn; }, trainer::turn_keys(),
+                             "the turn pipeline, as in training configs"),
+      env_options_key(),
+      trainer::section_list("models", &C::models, model_keys(), "the agents evaluated", std::function<void(ConfigSection&, EvalModel&)>(check_model)),
+  };
+  return schema;
+}
+
+void check_sweep(ConfigSection& root, const EvalConfig& config) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < config.models.size(); ++i) {
+    if (!names.insert(config.models[i].name).second) root.section_list("models")[i].fail("name", "is a duplicate ('" + config.models[i].name + "')");
+  }
+  if (config.models.empty()) root.fail("models", "must be a non-empty list");
+  ConfigSection env = root.section("env");
+  if (config.env.ids.empty()) env.fail("id", "must list at least one env id");
+  const std::vector<std::string> known = envs::env_ids();
+  for (const auto& task : config.env.ids) {
+    if (std::find(known.begin(), known.end(), task) == known.end()) env.fail("id", "has an unknown env id '" + task + "'");
+  }
+  for (const auto& [family, value] : config.env_options) {
+    bool used = false;
+    for (const auto& task : config.env.ids) used |= task.substr(0, task.find('/')) == family;
+    if (!used) root.fail("env_options", "'" + family + "' names a family with no task in the sweep");
+  }
 }
 
 }  // namespace
 
-EvalConfig load_eval_config(const std::string& path) {
-  ConfigSection root(path, trainer::load_yaml_file(path), "");
+const trainer::KeyRenames& eval_config_renames() {
+  static const trainer::KeyRenames renames = {{"tasks", "env.id"},
+                                              {"models[].sight", "models[].expert_sight"},
+                                              {"models[].timeout_s", "models[].timeout"},
+                                              {"models[].max_new_tokens", "models[].max_response_tokens"}};
+  return renames;
+}
+
+EvalConfig load_eval_config(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node node = trainer::load_yaml_file(path);
+  trainer::apply_overrides(node, overrides);
+  ConfigSection root(path, node, "", &eval_config_renames());
   EvalConfig config;
   config.file = path;
-  root.read("output_dir", config.output_dir);
-  root.read_string_list("tasks", config.tasks);
-  root.read("episodes_per_task", config.episodes_per_task, trainer::positive<int>(), "must be > 0");
-  root.read("seed", config.seed);
-  root.read("parallel_episodes", config.runner.parallel_episodes, trainer::positive<int>(), "must be > 0");
-  root.read("batch_size", config.runner.batch_size);
-  config.runner.turn = trainer::read_turn_settings(root.section("turn"));
-  nlohmann::json options = nlohmann::json::object();
-  root.read_json("env_options", options);
-  for (const auto& [family, value] : options.items()) {
-    if (!value.is_object()) root.fail("env_options", "'" + family + "' must map to a mapping of options");
-    config.env_options[family] = value;
-  }
-  std::set<std::string> names;
-  for (ConfigSection& model : root.section_list("models")) {
-    config.models.push_back(read_model(model));
-    if (!names.insert(config.models.back().name).second) model.fail("name", "is a duplicate ('" + config.models.back().name + "')");
-  }
+  read_keys(root, eval_schema(), config);
   root.finish();
-  if (config.models.empty()) root.fail("models", "must be a non-empty list");
-  if (config.tasks.empty()) root.fail("tasks", "must list at least one env id");
-  const std::vector<std::string> known = envs::env_ids();
-  for (const auto& task : config.tasks) {
-    if (std::find(known.begin(), known.end(), task) == known.end()) root.fail("tasks", "has an unknown env id '" + task + "'");
-  }
-  for (const auto& [family, value] : config.env_options) {
-    bool used = false;
-    for (const auto& task : config.tasks) used |= task.substr(0, task.find('/')) == family;
-    if (!used) root.fail("env_options", "'" + family + "' names a family with no task in the sweep");
-  }
+  check_sweep(root, config);
   return config;
 }
+
+std::string eval_config_yaml(const EvalConfig& config) {
+  YAML::Emitter out;
+  trainer::write_keys(out, eval_schema(), config);
+  return out.c_str();
+}
+
+std::vector<KeyInfo> eval_config_reference() { return trainer::describe_keys(eval_schema()); }
 
 }  // namespace turnrl::tools

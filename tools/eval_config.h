@@ -1,6 +1,8 @@
 #pragma once
-// `turnrl eval` sweep configuration (YAML), read through the one config reader: every key is
-// validated (`file:line: key: problem`); the `turn:` section is the same as in training configs.
+// `turnrl eval` sweep configuration (YAML): every key declared once (eval_config.cpp), read through
+// the one config reader (`file:line: key: problem`); the `turn:` section is the same as in training
+// configs, and keys that name what a training config names take its name (`env.id`,
+// `max_response_tokens`, `timeout`, `expert_sight`): the old names are refused naming the new.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -8,14 +10,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "envs/expert.h"
+#include "trainer/config/config_schema.h"
 #include "trainer/rollout/episode_runner.h"
 
 namespace turnrl::tools {
 
 struct EvalModel {
+  enum class Type { kRandom, kExpert, kHuman, kHttp, kLlm };
   std::string name;
-  std::string type;  // random | expert | human | http | llm
-  std::string sight = "full";  // expert: full or view (envs/expert.h)
+  Type type = Type::kRandom;  // required in a file
+  envs::ExpertSight expert_sight = envs::ExpertSight::kFull;  // expert only (envs/expert.h)
   // http
   std::string base_url, model, api_key_env;
   double timeout_s = 60.0;
@@ -32,7 +37,9 @@ struct EvalModel {
 struct EvalConfig {
   std::string file;
   std::string output_dir = "eval-out";
-  std::vector<std::string> tasks;  // env ids, e.g. babyai/goto
+  struct Env {
+    std::vector<std::string> ids;  // e.g. babyai/goto
+  } env;
   int episodes_per_task = 1;
   uint64_t seed = 0;
   std::map<std::string, nlohmann::json> env_options;  // per family (the id's part before '/')
@@ -40,7 +47,24 @@ struct EvalConfig {
   trainer::EpisodeRunnerConfig runner;
 };
 
-/** Loads and validates `path`; throws std::invalid_argument naming the file and the key. */
-EvalConfig load_eval_config(const std::string& path);
+/** Loads and validates `path` with `overrides` (`key=value`, as `turnrl train --set`); throws
+ *  std::invalid_argument naming the file and the key. */
+EvalConfig load_eval_config(const std::string& path, const std::vector<std::string>& overrides = {});
+/** The resolved sweep as YAML text (max_response_tokens resolved), as load_eval_config reads it. */
+std::string eval_config_yaml(const EvalConfig& config);
+/** Every key with its type, default and doc (`turnrl config --reference`). */
+std::vector<trainer::KeyInfo> eval_config_reference();
+/** The keys eval configs once named otherwise: old path -> new path. */
+const trainer::KeyRenames& eval_config_renames();
 
 }  // namespace turnrl::tools
+
+namespace turnrl::trainer {
+template <>
+struct EnumNames<tools::EvalModel::Type> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"random", "expert", "human", "http", "llm"};
+    return n;
+  }
+};
+}  // namespace turnrl::trainer

@@ -119,15 +119,9 @@ TokenRewards rloo(const TokenRewards& rewards) {
 }
 
 Estimator parse_estimator(const std::string& name) {
-  static const std::map<std::string, Estimator> kNames = {{"gae", Estimator::kGae},
-                                                          {"reinforce++", Estimator::kReinforcePlusPlus},
-                                                          {"grpo", Estimator::kGrpo},
-                                                          {"token_grpo", Estimator::kTokenGrpo},
-                                                          {"rloo", Estimator::kRloo},
-                                                          {"gigpo", Estimator::kGigpo}};
-  const auto found = kNames.find(name);
-  if (found == kNames.end()) throw std::invalid_argument("unknown advantage estimator '" + name + "'");
-  return found->second;
+  const std::optional<Estimator> estimator = parse_enum<Estimator>(name);
+  if (!estimator) throw std::invalid_argument("unknown advantage estimator '" + name + "'");
+  return *estimator;
 }
 
 bool uses_groups(Estimator estimator) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/config/enum_names.h"
 #include "trainer/dist/rank_sum.h"
 
 namespace turnrl::trainer {
@@ -50,7 +51,14 @@ TokenRewards rloo(const TokenRewards& rewards);
 
 /** The critic-free estimators a training config can select instead of GAE. */
 enum class Estimator { kGae, kReinforcePlusPlus, kGrpo, kTokenGrpo, kRloo, kGigpo };
-/** "gae", "reinforce++", "grpo", "token_grpo", "rloo", "gigpo" (std::invalid_argument otherwise).
+template <>
+struct EnumNames<Estimator> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"gae", "reinforce++", "grpo", "token_grpo", "rloo", "gigpo"};
+    return n;
+  }
+};
+/** One of EnumNames<Estimator> (std::invalid_argument otherwise).
  *  GiGPO needs each step's anchor state (trainer/rewards/gigpo.h); the trainer computes it apart. */
 Estimator parse_estimator(const std::string& name);
 bool uses_groups(Estimator estimator);

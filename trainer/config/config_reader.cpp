@@ -1,12 +1,38 @@
 #include "trainer/config/config_reader.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace turnrl::trainer {
 namespace {
 
 std::string line_of(const YAML::Node& node) { return std::to_string(node.Mark().line + 1); }
+
+/** `file:line`, or `--set` for a node an override made (it has no place in the file). */
+std::string where(const std::string& file, const YAML::Node& node) {
+  return node.Mark().is_null() ? "--set" : file + ":" + line_of(node);
+}
+
+/** A copy of `node` without marks, so that messages name it `--set`. */
+YAML::Node unmarked(const YAML::Node& node) {
+  if (node.IsScalar()) return YAML::Node(node.Scalar());
+  YAML::Node copy(node.Type());
+  if (node.IsSequence()) {
+    for (const auto& item : node) copy.push_back(unmarked(item));
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) copy[entry.first.Scalar()] = unmarked(entry.second);
+  }
+  return copy;
+}
+
+/** `models[3].sight` -> `models[].sight`. */
+std::string without_indices(const std::string& path) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    out += path[i];
+    if (path[i] == '[') i = path.find(']', i) - 1;
+  }
+  return out;
+}
 
 void refuse_duplicate_keys(const std::string& file, const YAML::Node& node) {
   if (node.IsMap()) {
@@ -39,11 +65,35 @@ YAML::Node load_yaml_file(const std::string& path) {
   return root;
 }
 
-ConfigSection::ConfigSection(std::string file, YAML::Node node, std::string path)
-    : file_(std::move(file)), node_(std::move(node)), path_(std::move(path)) {
+void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides) {
+  for (const std::string& pair : overrides) {
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0 || pair[0] == '.' || pair[eq - 1] == '.') {
+      throw std::invalid_argument("--set expects section.key=value, got '" + pair + "'");
+    }
+    YAML::Node value;
+    try {
+      value = unmarked(YAML::Load(pair.substr(eq + 1)));
+    } catch (const YAML::Exception& e) {
+      throw std::invalid_argument("--set " + pair + ": invalid YAML: " + e.msg);
+    }
+    // Walk (and make) the mappings down to the key's; yaml-cpp's operator[] on a copy refers to the same node.
+    YAML::Node node = root;
+    std::string path = pair.substr(0, eq);
+    for (size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.')) {
+      const std::string name = path.substr(0, dot);
+      if (!node[name].IsMap()) node[name] = YAML::Node(YAML::NodeType::Map);
+      node.reset(node[name]);
+      path = path.substr(dot + 1);
+    }
+    node[path] = value;
+  }
+}
+
+ConfigSection::ConfigSection(std::string file, YAML::Node node, std::string path, const KeyRenames* renames)
+    : file_(std::move(file)), node_(std::move(node)), path_(std::move(path)), renames_(renames) {
   if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
-    throw std::invalid_argument(file_ + ":" + line_of(node_) + ": " + (path_.empty() ? "top level" : path_) +
-                                ": must be a mapping");
+    throw std::invalid_argument(where(file_, node_) + ": " + (path_.empty() ? "top level" : path_) + ": must be a mapping");
   }
 }
 
@@ -101,7 +151,9 @@ void ConfigSection::read_json(const std::string& key, nlohmann::json& out) {
 ConfigSection ConfigSection::section(const std::string& key) {
   const YAML::Node value = take(key);
   if (value && !value.IsMap()) fail(key, "must be a mapping");
-  return ConfigSection(file_, value, key_path(key));
+  // `key:` alone stays (null): the mapping is written, every key at its default.
+  const YAML::Node& node = node_;
+  return ConfigSection(file_, value || !has(key) ? value : node[key], key_path(key), renames_);
 }
 
 std::vector<ConfigSection> ConfigSection::section_list(const std::string& key) {
@@ -111,8 +163,8 @@ std::vector<ConfigSection> ConfigSection::section_list(const std::string& key) {
   if (!value.IsSequence()) fail(key, "must be a list");
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string path = key_path(key) + "[" + std::to_string(i) + "]";
-    if (!value[i].IsMap()) throw std::invalid_argument(file_ + ":" + line_of(value[i]) + ": " + path + ": must be a mapping");
-    out.emplace_back(file_, value[i], path);
+    if (!value[i].IsMap()) throw std::invalid_argument(where(file_, value[i]) + ": " + path + ": must be a mapping");
+    out.emplace_back(file_, value[i], path, renames_);
   }
   return out;
 }
@@ -121,29 +173,37 @@ void ConfigSection::finish() const {
   if (!node_.IsDefined() || !node_.IsMap()) return;
   for (const auto& entry : node_) {
     const std::string key = entry.first.Scalar();
-    if (!read_.count(key)) {
-      throw std::invalid_argument(file_ + ":" + line_of(entry.first) + ": " + key_path(key) + ": unknown key");
+    if (read_.count(key)) continue;
+    const std::string at = where(file_, entry.first) + ": ";
+    const std::string path = key_path(key);
+    const auto renamed = renames_ ? renames_->find(without_indices(path)) : KeyRenames::const_iterator();
+    if (renames_ && renamed != renames_->end()) {
+      // The new name at the old one's index: models[2].sight -> models[2].expert_sight.
+      std::string new_path = renamed->second;
+      if (const size_t open = path.find('['), slot = new_path.find("[]"); open != std::string::npos && slot != std::string::npos) {
+        new_path.replace(slot, 2, path.substr(open, path.find(']', open) - open + 1));
+      }
+      throw std::invalid_argument(at + "key '" + path + "' was renamed to '" + new_path + "'");
     }
+    throw std::invalid_argument(at + path + ": unknown key");
   }
 }
 
 void ConfigSection::fail(const std::string& key, const std::string& problem) const {
   YAML::Node at = node_;
   if (node_.IsDefined() && node_.IsMap() && node_[key].IsDefined()) at = node_[key];
-  const std::string line = at.IsDefined() ? line_of(at) : "1";
-  throw std::invalid_argument(file_ + ":" + line + ": " + key_path(key) + ": " + problem);
+  const std::string location = at.IsDefined() ? where(file_, at) : file_ + ":1";
+  throw std::invalid_argument(location + ": " + key_path(key) + ": " + problem);
 }
 
-std::function<bool(const double&)> unit_interval() {
-  return [](const double& v) { return v >= 0 && v <= 1; };
+std::string with_note(std::string rule, const std::string& note) { return note.empty() ? rule : rule + " (" + note + ")"; }
+
+Check<double> unit_interval() {
+  return {[](const double& v) { return v >= 0 && v <= 1; }, "must be in [0, 1]"};
 }
 
-std::function<bool(const double&)> half_open_unit_interval() {
-  return [](const double& v) { return v >= 0 && v < 1; };
-}
-
-std::function<bool(const std::string&)> one_of(const std::vector<std::string>& names) {
-  return [names](const std::string& v) { return std::find(names.begin(), names.end(), v) != names.end(); };
+Check<double> half_open_unit_interval() {
+  return {[](const double& v) { return v >= 0 && v < 1; }, "must be in [0, 1)"};
 }
 
 std::string list_names(const std::vector<std::string>& names) {

@@ -1,16 +1,23 @@
 #pragma once
-// The training configuration: every key of the YAML file validated through the one config reader
-// (`file:line: key: problem`) before any work starts. Torch-free: play and eval read a run's
-// config.yaml for its turn settings.
+// The training configuration: every key declared once (train_config.cpp: name, member, check, doc;
+// trainer/config/config_schema.h), which validates the YAML file through the one config reader
+// (`file:line: key: problem`) before any work starts, writes the resolved config and describes it
+// (`turnrl config --reference`). Torch-free: play and eval read a run's config.yaml for its turn settings.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "envs/expert.h"
+#include "trainer/algo/advantages.h"
+#include "trainer/config/config_schema.h"
 #include "trainer/rewards/http_scorer.h"
 #include "trainer/rewards/process_reward.h"
 #include "trainer/rollout/turn_settings.h"
+#include "trainer/sft/lr_schedule.h"
+#include "trainer/sft/sft_data.h"
 
 namespace turnrl::trainer {
 
@@ -29,8 +36,8 @@ struct TrainConfig {
   struct Format {
     std::string model;  // the stage's output folder; empty: no stage. A folder that holds a model is reused
     std::string reply_template = "ACTION: {action}";
-    /** Who plays the stage's episodes: "random" (keyed_share applies) or "expert" (envs/expert.h). */
-    std::string policy = "random";
+    /** Who plays the stage's episodes: random (keyed_share applies) or expert (envs/expert.h). */
+    FormatPolicy policy = FormatPolicy::kRandom;
     /** Share of the random actions keyed on the observation: a format stage whose actions ignore
      *  the observation teaches the model to ignore it, and PPO cannot undo that (test_learning). */
     double keyed_share = 0.5;
@@ -40,7 +47,7 @@ struct TrainConfig {
     /** With the expert policy, what it may read: "full" (the whole state) or "view" (only what the
      *  prompt shows, searching where the objects it needs are out of view; envs/expert.h). A model
      *  can follow the view-bound expert's choices; the full one's turn towards what it cannot see. */
-    std::string expert_sight = "full";
+    envs::ExpertSight expert_sight = envs::ExpertSight::kFull;
     /** Episodes ending below this progression are not written (1: only won episodes teach). */
     double min_progression = 0.0;
     int episodes = 200;  // played on seeds at the top of the training block, never evaluation seeds
@@ -49,12 +56,12 @@ struct TrainConfig {
     std::vector<std::string> tasks;
     int epochs = 2;
     double lr = 1e-3;
-    /** "constant" or "cosine" (trainer/sft/lr_schedule.h), in each of the stage's fine-tunings. */
-    std::string lr_schedule = "constant";
+    /** constant or cosine (trainer/sft/lr_schedule.h), in each of the stage's fine-tunings. */
+    LrSchedule lr_schedule = LrSchedule::kConstant;
     /** The schedule of the stage's last fine-tuning (the last DAgger round's pass, or the
-     *  demonstrations' epochs without rounds); empty: `lr_schedule`. Annealing only the last pass
+     *  demonstrations' epochs without rounds); unset: `lr_schedule`. Annealing only the last pass
      *  keeps the rounds' models exploring at the full rate (docs/results). */
-    std::string final_lr_schedule;
+    std::optional<LrSchedule> final_lr_schedule;
     int batch_size = 32;
     /** DAgger after the demonstrations (policy expert): each round the stage's model plays
      *  `dagger_episodes` episodes, sampled as in training, the expert labels every state it
@@ -112,7 +119,7 @@ struct TrainConfig {
      *  weights alive. */
     double anchor_kl_coef = 0.0;
     double step_gamma = 0.99, step_lambda = 0.95, token_gamma = 1.0, token_lambda = 1.0;
-    std::string estimator = "gae";  // gae (with the critic) | reinforce++ | grpo | token_grpo | rloo | gigpo
+    Estimator estimator = Estimator::kGae;  // gae (with the critic) | reinforce++ | grpo | token_grpo | rloo | gigpo
     /** GiGPO (trainer/rewards/gigpo.h): omega, the step returns' discount, mean-only normalisation. */
     double gigpo_step_weight = 1.0, gigpo_gamma = 0.95;
     bool gigpo_mean_norm = false;
@@ -122,7 +129,8 @@ struct TrainConfig {
   } ppo;
   /** The reward stage between the rollout and the estimator (trainer/rewards/reward_stage.h). */
   struct Reward {
-    std::string manager = "env";  // env: each turn's reward on its last token | episode: the episode's sum on its last
+    enum class Manager { kEnv, kEpisode };  // env: each turn's reward on its last token | episode: the episode's sum on its last
+    Manager manager = Manager::kEnv;
     /** Training-free process rewards besides the manager's (YAML `manager: [env or episode, process]`). */
     bool process = false;
     bool normalize_by_length = false;  // episode: divide the sum by the episode's turn count
@@ -145,9 +153,10 @@ struct TrainConfig {
     int eval_every = 10;
     int eval_episodes = 200;
     uint64_t eval_seed = 100000;
-    /** How evaluations decode: "greedy", or "sampled" with `sampling:` seeded by `seed` (BALROG's
+    /** How evaluations decode: greedy, or sampled with `sampling:` seeded by `seed` (BALROG's
      *  default decoding is temperature 1.0); `eval --run --sampled` replays the latter exactly. */
-    std::string eval_decoding = "greedy";
+    enum class Decoding { kGreedy, kSampled };
+    Decoding eval_decoding = Decoding::kGreedy;
     /** Whether RUN/model is the evaluated actor of highest progression (kept in RUN/best/ as the run
      *  goes) rather than the last; the evaluation seeds then select it, so score it on others. */
     bool keep_best = false;
@@ -174,10 +183,28 @@ struct TrainConfig {
     }
   } run;
 
-  /** Loads and validates; relative model paths resolve against the working directory. */
-  static TrainConfig load(const std::string& path);
+  /** Loads and validates `path` with `overrides` (`section.key=value`, checked as the file's keys);
+   *  relative model paths resolve against the working directory. */
+  static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides = {});
   /** The resolved configuration, as YAML text (saved beside checkpoints and metrics). */
   std::string to_yaml() const;
+  /** Every key with its type, default and doc (`turnrl config --reference`). */
+  static std::vector<KeyInfo> reference();
+};
+
+template <>
+struct EnumNames<TrainConfig::Reward::Manager> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"env", "episode"};
+    return n;
+  }
+};
+template <>
+struct EnumNames<TrainConfig::Run::Decoding> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"greedy", "sampled"};
+    return n;
+  }
 };
 
 }  // namespace turnrl::trainer

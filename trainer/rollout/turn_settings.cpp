@@ -6,23 +6,6 @@
 #include "envs/registry.h"
 
 namespace turnrl::trainer {
-namespace {
-
-const std::vector<std::string> kLayouts = {"balrog", "verlog", "compact"};
-const std::vector<std::string> kSuffixes = {"auto", "none", "balrog-naive", "verlog-cot"};
-const std::vector<std::string> kReplyFormats = {"balrog", "action-tag"};
-const std::vector<std::string> kHistoryEntries = {"raw", "action", "reply-with-action", "family"};
-
-template <typename Enum>
-Enum from_name(const std::vector<std::string>& names, const std::string& name) {
-  return static_cast<Enum>(std::find(names.begin(), names.end(), name) - names.begin());
-}
-template <typename Enum>
-const std::string& to_name(const std::vector<std::string>& names, Enum value) {
-  return names.at(static_cast<size_t>(value));
-}
-
-}  // namespace
 
 memory::HistoryConfig TurnSettings::history_config(size_t agent_prompt_limit) const {
   memory::HistoryConfig config;
@@ -32,9 +15,13 @@ memory::HistoryConfig TurnSettings::history_config(size_t agent_prompt_limit) co
   if (agent_prompt_limit > 0 && (config.token_budget == 0 || config.token_budget > agent_prompt_limit)) {
     config.token_budget = agent_prompt_limit;
   }
-  std::string name = suffix;
-  if (name == "auto") name = layout == TurnLayout::kBalrog ? "balrog-naive" : layout == TurnLayout::kVerlog ? "verlog-cot" : "none";
-  config.suffix = name == "balrog-naive" ? memory::kBalrogNaiveSuffix : name == "verlog-cot" ? memory::verlog_format_instruction() : "";
+  TurnSuffix chosen = suffix;
+  if (chosen == TurnSuffix::kAuto) {
+    chosen = layout == TurnLayout::kBalrog ? TurnSuffix::kBalrogNaive : layout == TurnLayout::kVerlog ? TurnSuffix::kVerlogCot : TurnSuffix::kNone;
+  }
+  config.suffix = chosen == TurnSuffix::kBalrogNaive ? memory::kBalrogNaiveSuffix
+                  : chosen == TurnSuffix::kVerlogCot ? memory::verlog_format_instruction()
+                                                      : "";
   // BALROG leaves a reply that its filter emptied out of the history (its `if prev_action` test).
   config.skip_empty_replies = layout == TurnLayout::kBalrog;
   return config;
@@ -44,59 +31,82 @@ envs::HistoryEntry TurnSettings::history_entry_for(const std::string& env_id) co
   return family_history_entry ? envs::family_of(env_id).verlog_history_entry : history_entry;
 }
 
-TurnSettings read_turn_settings(ConfigSection section) {
-  TurnSettings settings;
-  std::string layout = to_name(kLayouts, settings.layout);
-  section.read("layout", layout, one_of(kLayouts), "must be " + list_names(kLayouts));
-  settings.layout = from_name<TurnLayout>(kLayouts, layout);
-  section.read("history", settings.history, non_negative<int>(), "must be >= 0");
-  section.read("token_budget", settings.token_budget, non_negative<int>(), "must be >= 0 (0: none)");
-  section.read("suffix", settings.suffix, one_of(kSuffixes), "must be " + list_names(kSuffixes));
-  std::string reply_format = to_name(kReplyFormats, settings.reply_format);
-  section.read("reply_format", reply_format, one_of(kReplyFormats), "must be " + list_names(kReplyFormats));
-  settings.reply_format = from_name<envs::ReplyFormat>(kReplyFormats, reply_format);
-  std::string entry = to_name(kHistoryEntries, settings.history_entry);
-  section.read("history_entry", entry, one_of(kHistoryEntries), "must be " + list_names(kHistoryEntries));
-  settings.family_history_entry = entry == "family";
-  if (!settings.family_history_entry) settings.history_entry = from_name<envs::HistoryEntry>(kHistoryEntries, entry);
-  section.read("invalid_penalty", settings.invalid_penalty);
-  section.read("invalid_feedback", settings.invalid_feedback);
-  section.read("binary_reward", settings.binary_reward);
-  section.read("max_turns", settings.max_turns, non_negative<int>(), "must be >= 0 (0: the env's limit)");
-  nlohmann::json synonyms = nlohmann::json::object();
-  section.read_json("synonyms", synonyms);
-  for (const auto& [from, to] : synonyms.items()) {
-    if (to.is_string()) {
-      settings.synonyms[from] = {to.get<std::string>()};
-    } else if (to.is_array() && !to.empty() && std::all_of(to.begin(), to.end(), [](const auto& v) { return v.is_string(); })) {
-      settings.synonyms[from] = to.get<std::vector<std::string>>();
-    } else {
-      section.fail("synonyms", "'" + from + "' must map to an action name or a list of them");
-    }
-  }
-  section.finish();
-  return settings;
+namespace {
+
+/** `history_entry`: one of envs::HistoryEntry's names, or `family` (the env family's Verlog default). */
+Key<TurnSettings> history_entry_key() {
+  const std::vector<std::string> names = {"raw", "action", "reply-with-action", "family"};
+  return {"history_entry",
+          [names](ConfigSection& section, TurnSettings& s) {
+            std::string name = s.family_history_entry ? "family" : enum_name(s.history_entry);
+            section.read("history_entry", name, Check<std::string>{[names](const std::string& v) { return std::find(names.begin(), names.end(), v) != names.end(); },
+                                                                    "must be " + list_names(names)});
+            s.family_history_entry = name == "family";
+            if (!s.family_history_entry) s.history_entry = *parse_enum<envs::HistoryEntry>(name);
+          },
+          [](YAML::Emitter& out, const TurnSettings& s) {
+            out << YAML::Key << "history_entry" << YAML::Value << (s.family_history_entry ? std::string("family") : enum_name(s.history_entry));
+          },
+          [names](std::vector<KeyInfo>& rows, const std::string& prefix, const TurnSettings& defaults) {
+            std::string type;
+            for (const std::string& name : names) type += (type.empty() ? "" : " | ") + name;
+            rows.push_back({prefix + "history_entry", type, value_text(defaults.history_entry),
+                            "what of a reply enters the history; family: the env family's Verlog default"});
+          }};
 }
 
-void emit_turn_settings(YAML::Emitter& out, const TurnSettings& s) {
-  out << YAML::BeginMap;
-  out << YAML::Key << "layout" << YAML::Value << to_name(kLayouts, s.layout);
-  out << YAML::Key << "history" << YAML::Value << s.history;
-  out << YAML::Key << "token_budget" << YAML::Value << s.token_budget;
-  out << YAML::Key << "suffix" << YAML::Value << s.suffix;
-  out << YAML::Key << "reply_format" << YAML::Value << to_name(kReplyFormats, s.reply_format);
-  out << YAML::Key << "history_entry" << YAML::Value
-      << (s.family_history_entry ? std::string("family") : to_name(kHistoryEntries, s.history_entry));
-  out << YAML::Key << "invalid_penalty" << YAML::Value << s.invalid_penalty;
-  out << YAML::Key << "invalid_feedback" << YAML::Value << s.invalid_feedback;
-  out << YAML::Key << "binary_reward" << YAML::Value << s.binary_reward;
-  out << YAML::Key << "max_turns" << YAML::Value << s.max_turns;
-  if (!s.synonyms.empty()) {
-    out << YAML::Key << "synonyms" << YAML::Value << YAML::BeginMap;
-    for (const auto& [from, to] : s.synonyms) out << YAML::Key << from << YAML::Value << YAML::Flow << to;
-    out << YAML::EndMap;
-  }
-  out << YAML::EndMap;
+/** `synonyms`: normalised reply -> an action name or a list of them. */
+Key<TurnSettings> synonyms_key() {
+  return {"synonyms",
+          [](ConfigSection& section, TurnSettings& s) {
+            nlohmann::json synonyms = nlohmann::json::object();
+            section.read_json("synonyms", synonyms);
+            for (const auto& [from, to] : synonyms.items()) {
+              if (to.is_string()) {
+                s.synonyms[from] = {to.get<std::string>()};
+              } else if (to.is_array() && !to.empty() && std::all_of(to.begin(), to.end(), [](const auto& v) { return v.is_string(); })) {
+                s.synonyms[from] = to.get<std::vector<std::string>>();
+              } else {
+                section.fail("synonyms", "'" + from + "' must map to an action name or a list of them");
+              }
+            }
+          },
+          [](YAML::Emitter& out, const TurnSettings& s) {
+            if (s.synonyms.empty()) return;
+            out << YAML::Key << "synonyms" << YAML::Value << YAML::BeginMap;
+            for (const auto& [from, to] : s.synonyms) out << YAML::Key << from << YAML::Value << YAML::Flow << to;
+            out << YAML::EndMap;
+          },
+          [](std::vector<KeyInfo>& rows, const std::string& prefix, const TurnSettings&) {
+            rows.push_back({prefix + "synonyms", "mapping", "", "extra synonyms: normalised reply -> an action name or a list of them"});
+          }};
+}
+
+}  // namespace
+
+const Schema<TurnSettings>& turn_keys() {
+  using T = TurnSettings;
+  static const Schema<T> keys = {
+      key("layout", &T::layout, "prompt layout: BALROG's, Verlog's (system instruction, previous plan) or compact (the goal line)"),
+      key("history", &T::history, "previous turns kept in the prompt (BALROG 16, Verlog 1)", non_negative<int>()),
+      key("token_budget", &T::token_budget, "drop the oldest turns until the prompt fits; 0: none", non_negative<int>("0: none")),
+      key("suffix", &T::suffix, "appended to the last user message; auto: the layout's"),
+      key("reply_format", &T::reply_format, "how a reply is parsed: BALROG's naive agent, or the text after ACTION:"),
+      history_entry_key(),
+      key("invalid_penalty", &T::invalid_penalty, "reward replacing the step reward after an invalid reply (BALROG 0, Verlog -0.1)"),
+      key("invalid_feedback", &T::invalid_feedback, "prefix the next observation with a note that the default action ran"),
+      key("binary_reward", &T::binary_reward, "a positive step reward counts as 1"),
+      key("max_turns", &T::max_turns, "per-episode turn cap below the env's own; 0: the env's", non_negative<int>("0: the env's limit")),
+      synonyms_key(),
+  };
+  return keys;
+}
+
+TurnSettings read_turn_settings(ConfigSection section) {
+  TurnSettings settings;
+  read_keys(section, turn_keys(), settings);
+  section.finish();
+  return settings;
 }
 
 }  // namespace turnrl::trainer

@@ -9,7 +9,7 @@
 
 #include "envs/reply_parser.h"
 #include "memory/history.h"
-#include "trainer/config/config_reader.h"
+#include "trainer/config/config_schema.h"
 
 namespace turnrl::trainer {
 
@@ -19,15 +19,17 @@ enum class TurnLayout {
   kCompact,  // BALROG's window with the env's goal line as the instruction (tiny models)
 };
 
+/** Appended to the last user message: the layout's (BALROG's naive-agent line, Verlog's THINK/ACTION
+ *  format, nothing for compact), nothing, or one of them by name. */
+enum class TurnSuffix { kAuto, kNone, kBalrogNaive, kVerlogCot };
+
 struct TurnSettings {
   TurnLayout layout = TurnLayout::kBalrog;
   /** n: previous turns (observation + reply) kept in the prompt; BALROG 16, Verlog 1. */
   int history = 16;
   /** 0: none; else the oldest turns are dropped until the prompt fits (agents with a tokenizer). */
   int token_budget = 0;
-  /** Appended to the last user message: "auto" (the layout's: BALROG's naive-agent line, Verlog's
-   *  THINK/ACTION format, nothing for compact), "none", "balrog-naive" or "verlog-cot". */
-  std::string suffix = "auto";
+  TurnSuffix suffix = TurnSuffix::kAuto;
   envs::ReplyFormat reply_format = envs::ReplyFormat::kBalrogNaive;
   envs::HistoryEntry history_entry = envs::HistoryEntry::kRawReply;
   /** Use the env family's Verlog default for history_entry instead (`history_entry: family`). */
@@ -51,9 +53,39 @@ struct TurnSettings {
   bool goal_as_instruction() const { return layout == TurnLayout::kCompact; }
 };
 
-/** Reads the `turn:` section (every key optional; defaults are BALROG's protocol). */
+/** The keys of the `turn:` section (every key optional; defaults are BALROG's protocol). */
+const Schema<TurnSettings>& turn_keys();
+/** Reads the `turn:` section. */
 TurnSettings read_turn_settings(ConfigSection section);
-/** Writes the settings as the body of a `turn:` mapping (for resolved configs). */
-void emit_turn_settings(YAML::Emitter& out, const TurnSettings& settings);
+
+template <>
+struct EnumNames<TurnLayout> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"balrog", "verlog", "compact"};
+    return n;
+  }
+};
+template <>
+struct EnumNames<TurnSuffix> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"auto", "none", "balrog-naive", "verlog-cot"};
+    return n;
+  }
+};
+template <>
+struct EnumNames<envs::ReplyFormat> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"balrog", "action-tag"};
+    return n;
+  }
+};
+/** `history_entry` also takes `family` (TurnSettings::family_history_entry). */
+template <>
+struct EnumNames<envs::HistoryEntry> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"raw", "action", "reply-with-action"};
+    return n;
+  }
+};
 
 }  // namespace turnrl::trainer

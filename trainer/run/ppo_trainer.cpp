@@ -78,7 +78,7 @@ void open_reward_streams(RewardStreams& streams, const TrainConfig& c, std::shar
                          const std::vector<int32_t>& allowed_tokens) {
   streams.streaming = c.reward.streaming;
   if (!c.reward.scorer.url.empty()) {
-    const SampleUnit unit = c.reward.manager == "episode" ? SampleUnit::kEpisode : SampleUnit::kTurn;
+    const SampleUnit unit = c.reward.manager == TrainConfig::Reward::Manager::kEpisode ? SampleUnit::kEpisode : SampleUnit::kTurn;
     streams.scorer = std::make_unique<ScoringStream>(std::make_shared<HttpScorer>(c.reward.scorer),
                                                      ScoringStreamOptions{unit, c.reward.scorer.concurrency, 1});
   }
@@ -135,7 +135,7 @@ void PpoTrainer::Impl::make_agents_and_rollout() {
   learner.allowed_tokens = action_vocabulary(c, policy->tokenizer());
   learner.pad_id = policy->tokenizer().pad_id();
   sampler = make_policy_agent(policy, c, false, c.run.seed);
-  evaluator = make_policy_agent(policy, c, c.run.eval_decoding == "greedy", c.run.seed);
+  evaluator = make_policy_agent(policy, c, c.run.eval_decoding == TrainConfig::Run::Decoding::kGreedy, c.run.seed);
   if (!sampler->token_level()) throw std::logic_error("the training agent must be token-level");
   open_reward_streams(reward_streams, c, policy, learner.allowed_tokens);
 
@@ -191,8 +191,8 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
   const std::string checkpoint = resume.empty() ? "" : find_checkpoint(resume);
   load_models(l, path, checkpoint);
   l.shuffle_rng.seed(c.run.seed);
-  l.estimator = parse_estimator(c.ppo.estimator);
-  l.reward_manager = rewards::make_reward_manager(c.reward.manager, c.reward.normalize_by_length);
+  l.estimator = c.ppo.estimator;
+  l.reward_manager = rewards::make_reward_manager(enum_name(c.reward.manager), c.reward.normalize_by_length);
   s.make_agents_and_rollout();
   if (!checkpoint.empty()) s.resume(checkpoint);
   if (l.ranks) {

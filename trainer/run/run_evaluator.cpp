@@ -41,7 +41,7 @@ nlohmann::json RunEvaluator::score(agents::Agent& agent, const char* type, int i
   const double success = scores["overall"]["success"];
   const double progression = scores["overall"]["progression"];
   const double progression_se = scores["overall"]["progression_se"];
-  const std::string& decoding = c.run.eval_decoding;
+  const std::string& decoding = enum_name(c.run.eval_decoding);
   const double minutes = clock_.elapsed() / 60.0;
   spdlog::info("{:<5} iter {:4d} | {:5.1f} min | {} success {:.3f}, progression {:.3f} +- {:.3f} on {} seeds from {} per task | mean length {:.1f}",
                type, iteration, minutes, decoding, success, progression, progression_se, episodes, first_seed, length);
@@ -73,7 +73,7 @@ void RunEvaluator::evaluate(agents::Agent& agent, int iteration) {
     line["best"] = true;
   }
   log_.write(line);
-  write_learning_curve_svg(c.run.out + "/curve.svg", curve_, c.env.ids, c.run.eval_decoding);
+  write_learning_curve_svg(c.run.out + "/curve.svg", curve_, c.env.ids, enum_name(c.run.eval_decoding));
   last_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -93,7 +93,7 @@ void RunEvaluator::finish(int iteration, bool stopped) {
   // once more on seeds that took no part in the choice, decoded as the run's evaluations are.
   if (!c.run.has_final_eval() || stopped) return;
   const std::unique_ptr<agents::Agent> model =
-      make_policy_agent(agents::LanguageModel::load(c.run.out + "/model", c.model.device), c, c.run.eval_decoding == "greedy", c.run.seed);
+      make_policy_agent(agents::LanguageModel::load(c.run.out + "/model", c.model.device), c, c.run.eval_decoding == TrainConfig::Run::Decoding::kGreedy, c.run.seed);
   log_.write(score(*model, "final", model_iteration, c.run.final_eval_seed, c.run.final_episodes(), nullptr));
 }
 

@@ -130,7 +130,7 @@ void make_format_model(const TrainConfig& c, const StageRanks& ranks) {
   settings.batch_size = f.batch_size;
   settings.seed = c.run.seed;
   settings.device = c.model.device;
-  const auto schedule = [&f](bool last) { return last && !f.final_lr_schedule.empty() ? f.final_lr_schedule : f.lr_schedule; };
+  const auto schedule = [&f](bool last) { return last && f.final_lr_schedule ? *f.final_lr_schedule : f.lr_schedule; };
   settings.lr_schedule = schedule(f.dagger_rounds == 0);
   run_sft(ranks.data_files(temp, "sft_data"), c.model.path, temp, settings, ranks.group);
   settings.epochs = f.dagger_epochs;

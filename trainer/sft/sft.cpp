@@ -110,7 +110,6 @@ SftReport run_sft(const std::vector<std::string>& data, const std::string& model
   if (settings.epochs <= 0 || settings.batch_size <= 0 || settings.lr <= 0) {
     throw std::invalid_argument("sft: epochs, batch size and learning rate must be > 0");
   }
-  scheduled_lr(settings.lr_schedule, settings.lr, 0, 1);  // an unknown schedule fails before any work
   if (std::filesystem::weakly_canonical(out_dir) == std::filesystem::weakly_canonical(model_dir)) {
     throw std::invalid_argument("sft: --out must be another folder than --model (" + out_dir + ")");
   }

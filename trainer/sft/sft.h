@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agents/model/tokenizer.h"
+#include "trainer/sft/lr_schedule.h"
 
 namespace turnrl::trainer {
 
@@ -20,9 +21,9 @@ class ProcessGroup;  // trainer/dist/distributed.h
 struct SftSettings {
   int epochs = 2;
   double lr = 1e-3;
-  /** "constant", or "cosine": from `lr` down to 0 over the run's steps, so the model a run ends
+  /** constant, or cosine: from `lr` down to 0 over the run's steps, so the model a run ends
    *  with is not one noisy step of a high rate. */
-  std::string lr_schedule = "constant";
+  LrSchedule lr_schedule = LrSchedule::kConstant;
   int batch_size = 32;
   double max_grad_norm = 1.0;
   uint64_t seed = 0;  // shuffle order

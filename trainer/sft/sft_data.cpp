@@ -18,15 +18,14 @@ namespace turnrl::trainer {
 namespace {
 
 std::unique_ptr<agents::Agent> make_player(const SftDataSpec& spec) {
-  if (spec.policy == "random") return std::make_unique<agents::RandomAgent>(spec.reply_template, spec.keyed_share);
-  if (spec.policy == "expert") return std::make_unique<agents::ExpertAgent>(spec.reply_template, envs::parse_expert_sight(spec.expert_sight));
-  throw std::invalid_argument("format data: policy must be random or expert, got '" + spec.policy + "'");
+  if (spec.policy == FormatPolicy::kRandom) return std::make_unique<agents::RandomAgent>(spec.reply_template, spec.keyed_share);
+  return std::make_unique<agents::ExpertAgent>(spec.reply_template, spec.expert_sight);
 }
 
 /** Whether the expert's action gives way to a random one at this turn (spec.expert_noise): a
  *  function of the turn's request seed, so the writer knows the turn without the agent telling it. */
 bool off_expert_turn(const SftDataSpec& spec, uint64_t request_seed) {
-  if (spec.policy != "expert" || spec.expert_noise <= 0.0) return false;
+  if (spec.policy != FormatPolicy::kExpert || spec.expert_noise <= 0.0) return false;
   std::mt19937_64 rng(request_seed ^ 0x6e6f697365ULL);
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < spec.expert_noise;
 }
@@ -96,18 +95,17 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
   if (spec.ranks < 1 || spec.rank < 0 || spec.rank >= spec.ranks) throw std::invalid_argument("format data: rank outside [0, ranks)");
   if (!(spec.expert_noise >= 0.0 && spec.expert_noise < 1.0)) throw std::invalid_argument("format data: expert noise must be in [0, 1)");
   if (!(spec.min_progression >= 0.0 && spec.min_progression <= 1.0)) throw std::invalid_argument("format data: min progression must be in [0, 1]");
-  if (learner && (spec.policy != "expert" || spec.expert_noise > 0.0)) {
+  if (learner && (spec.policy != FormatPolicy::kExpert || spec.expert_noise > 0.0)) {
     throw std::invalid_argument("format data: a learner's turns are labelled by the expert: policy must be expert, without noise");
   }
-  // The make-sft-data command's --template and --policy bypass the config's check.
-  if (agents::asks_for_aim(spec.reply_template) && spec.policy != "expert") {
+  if (agents::asks_for_aim(spec.reply_template) && spec.policy != FormatPolicy::kExpert) {
     throw std::invalid_argument("format data: a reply template's {aim} needs policy expert (the expert's aim)");
   }
-  const envs::ExpertSight sight = envs::parse_expert_sight(spec.expert_sight);
-  if (spec.policy == "expert") {
+  if (spec.policy == FormatPolicy::kExpert) {
     for (const std::string& task : spec.tasks) {
-      if (!envs::has_expert(*envs::make_env(task, spec.env_options), sight)) {
-        throw std::invalid_argument("format data: policy expert, but " + task + " has no scripted expert with sight " + spec.expert_sight);
+      if (!envs::has_expert(*envs::make_env(task, spec.env_options), spec.expert_sight)) {
+        throw std::invalid_argument("format data: policy expert, but " + task + " has no scripted expert with sight " +
+                                    enum_name(spec.expert_sight));
       }
     }
   }
@@ -119,7 +117,7 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
   if (!out) throw std::runtime_error("cannot write " + path);
   TemplateAgent template_agent(spec);
   std::optional<LabellingAgent> labelling;
-  if (learner) labelling.emplace(*learner, spec.reply_template, sight);
+  if (learner) labelling.emplace(*learner, spec.reply_template, spec.expert_sight);
   agents::Agent& agent = labelling ? static_cast<agents::Agent&>(*labelling) : template_agent;
   EpisodeRunnerConfig runner;
   runner.parallel_episodes = 64;

@@ -18,22 +18,34 @@
 
 #include "agents/agent.h"
 #include "memory/history.h"
+#include "envs/expert.h"
+#include "trainer/config/enum_names.h"
 #include "trainer/rollout/turn_settings.h"
 
 namespace turnrl::trainer {
+
+/** Who plays format data's episodes: random actions (RandomAgent) or the env's scripted expert. */
+enum class FormatPolicy { kRandom, kExpert };
+template <>
+struct EnumNames<FormatPolicy> {
+  static const std::vector<std::string>& names() {
+    static const std::vector<std::string> n = {"random", "expert"};
+    return n;
+  }
+};
 
 struct SftDataSpec {
   std::vector<std::string> tasks;  // episodes are spread over the tasks in turn
   nlohmann::json env_options = nlohmann::json::object();
   TurnSettings turn;
   std::string reply_template = "ACTION: {action}";
-  std::string policy = "random";  // or "expert": the env's scripted expert (envs/expert.h)
+  FormatPolicy policy = FormatPolicy::kRandom;
   /** With the random policy, the share of turns whose action is the observation's own fixed random action (RandomAgent). */
   double keyed_share = 0.0;
   /** With the expert policy, the share of turns played by a random action (and not written), in [0, 1). */
   double expert_noise = 0.0;
-  /** With the expert policy, what it may read: "full" (the state) or "view" (what the prompt shows; envs/expert.h). */
-  std::string expert_sight = "full";
+  /** With the expert policy, what it may read: the whole state or what the prompt shows (envs/expert.h). */
+  envs::ExpertSight expert_sight = envs::ExpertSight::kFull;
   /** Episodes that end below this BALROG progression are played but not written (1: the won ones),
    *  so a demonstration never teaches a loop that runs into the time limit. */
   double min_progression = 0.0;
