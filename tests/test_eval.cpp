@@ -74,12 +74,12 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
   for (const auto& task : tasks) task_list += (task_list.empty() ? "" : ", ") + task;
   const std::string config = (dir / "sweep.yaml").string();
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\n"
-                        << "tasks: [" << task_list << "]\n"
+                        << "env:\n  id: [" << task_list << "]\n"
                         << "episodes_per_task: 3\nseed: 5\nparallel_episodes: 4\nturn: {max_turns: 6}\n"
                         << "models:\n  - {name: random, type: random}\n"
-                        << "  - {name: tiny, type: llm, path: " << tiny_model << ", temperature: 1.0, max_new_tokens: 6}\n"
+                        << "  - {name: tiny, type: llm, path: " << tiny_model << ", temperature: 1.0, max_response_tokens: 6}\n"
                         << "  - {name: loop, type: http, base_url: \"" << server.base_url()
-                        << "\", model: m, timeout_s: 5, retries: 1}\n";
+                        << "\", model: m, timeout: 5, retries: 1}\n";
   const auto first = test::run_turnrl("eval --config " + config);
   REQUIRE_MESSAGE(first.exit_code == 0, first.output);
 
@@ -158,7 +158,7 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
 
   // Unknown keys are rejected with the key and the file named.
   const std::string bad = (dir / "bad.yaml").string();
-  std::ofstream(bad) << "tasks: [" << tasks[0] << "]\nmodels: [{name: r, type: random, colour: red}]\n";
+  std::ofstream(bad) << "env:\n  id: [" << tasks[0] << "]\nmodels: [{name: r, type: random, colour: red}]\n";
   const auto rejected = test::run_turnrl("eval --config " + bad);
   CHECK(rejected.exit_code != 0);
   CHECK(rejected.output.find("models[0].colour") != std::string::npos);
@@ -172,7 +172,7 @@ TEST_CASE("eval with a human at the terminal: prompts shown, typed replies playe
   std::filesystem::create_directories(dir);
   const std::string config = (dir / "human.yaml").string();
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\n"
-                        << "tasks: [babyai/goto]\nepisodes_per_task: 1\nturn: {max_turns: 2}\n"
+                        << "env:\n  id: [babyai/goto]\nepisodes_per_task: 1\nturn: {max_turns: 2}\n"
                         << "models: [{name: me, type: human}]\n";
   const auto run = test::run_turnrl("eval --config " + config, "turn left\nI would rather fly\n");
   REQUIRE_MESSAGE(run.exit_code == 0, run.output);

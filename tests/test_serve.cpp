@@ -348,15 +348,15 @@ TEST_CASE("serve: an eval sweep through the HTTP agent plays the in-process agen
   const std::filesystem::path out = s.dir / "eval";
   const std::string config = (s.dir / "sweep.yaml").string();
   std::ofstream(config) << "output_dir: " << out.string() << "\n"
-                        << "tasks: [babyai/goto, babyai/pickup]\nepisodes_per_task: 3\nseed: 11\nparallel_episodes: 4\n"
+                        << "env:\n  id: [babyai/goto, babyai/pickup]\nepisodes_per_task: 3\nseed: 11\nparallel_episodes: 4\n"
                         << "turn: {max_turns: 5, history: 2}\n"
                         << "models:\n"
-                        << "  - {name: local, type: llm, path: " << s.model_dir() << ", temperature: 1.0, max_new_tokens: 8}\n"
+                        << "  - {name: local, type: llm, path: " << s.model_dir() << ", temperature: 1.0, max_response_tokens: 8}\n"
                         << "  - {name: served, type: http, base_url: \"" << s.base_url
-                        << "\", model: tiny, temperature: 1.0, max_new_tokens: 8}\n"
-                        << "  - {name: local-greedy, type: llm, path: " << s.model_dir() << ", temperature: 0, max_new_tokens: 8}\n"
+                        << "\", model: tiny, temperature: 1.0, max_response_tokens: 8}\n"
+                        << "  - {name: local-greedy, type: llm, path: " << s.model_dir() << ", temperature: 0, max_response_tokens: 8}\n"
                         << "  - {name: served-greedy, type: http, base_url: \"" << s.base_url
-                        << "\", model: tiny, temperature: 0, max_new_tokens: 8}\n";
+                        << "\", model: tiny, temperature: 0, max_response_tokens: 8}\n";
   const auto run = test::run_turnrl("eval --config " + config);
   REQUIRE_MESSAGE(run.exit_code == 0, run.output);
   std::map<std::tuple<std::string, std::string, int>, json> episodes;  // model, task, episode
