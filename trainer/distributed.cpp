@@ -118,7 +118,9 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make
   impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("gloo", impl_->store),
                                                             options.rank, options.world_size, gloo);
 #ifdef USE_C10D_NCCL
-  if (torch::cuda::is_available()) {
+  // NCCL refuses two ranks on one GPU: with more ranks than GPUs (rank R on GPU R mod count), CUDA
+  // tensors go through Gloo by way of CPU copies instead.
+  if (torch::cuda::is_available() && static_cast<int>(torch::cuda::device_count()) >= options.world_size) {
     auto nccl = c10d::ProcessGroupNCCL::Options::create();
     nccl->timeout = options.timeout;
     impl_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("nccl", impl_->store),

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/model/compute_threads.h"
+#include "agents/model/device.h"
 #include "agents/model/language_model.h"
 #include "trainer/format_stage.h"
 #include "envs/registry.h"
@@ -104,10 +105,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
   l.config = std::move(config);
   l.ranks = std::move(ranks);
   const TrainConfig& c = l.config;
-  l.device = torch::Device(c.model.device);
-  if (l.ranks && l.device.is_cuda() && !l.device.has_index() && torch::cuda::device_count() > 0) {
-    l.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(s.rank() % torch::cuda::device_count()));
-  }
+  l.device = agents::resolve_device(c.model.device, s.rank());  // "cuda": rank R on GPU R
   agents::set_compute_threads(c.model.threads);
   prepare_initial_model(c, l.ranks.get());  // a collective: the ranks make the format stage together
   const std::string& path = c.initial_model();
