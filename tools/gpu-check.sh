@@ -39,7 +39,8 @@ prepare() {
   packages=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
                "${DEV_PACKAGES[@]}" | grep -v '^ ' | grep -v '^<' | sort -u | grep -Ev "$SKIP")
   echo "gpu-check prepare: $(echo "$packages" | wc -l) packages"
-  (cd "$BUNDLE/debs" && rm -f ./*.deb && apt-get download $packages 2>&1 >/dev/null | grep -v "unsandboxed" || true)
+  (cd "$BUNDLE/debs" && rm -f ./*.deb && apt-get download -o APT::Sandbox::User=root $packages >/dev/null)
+  [ "$(ls "$BUNDLE"/debs/*.deb | wc -l)" -eq "$(echo "$packages" | wc -l)" ] || { echo "gpu-check prepare: a download failed" >&2; exit 1; }
   rm -rf "$BUNDLE/prefix"
   unpack_debs
   echo "gpu-check prepare: copying ../shared and the sources"

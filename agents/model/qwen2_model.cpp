@@ -530,8 +530,8 @@ Qwen2Model load_qwen2(const std::string& dir, bool value_head, const torch::Devi
 
 void save_qwen2(Qwen2Model& model, const std::string& dir, const std::string& tokenizer_dir) {
   std::filesystem::create_directories(dir);
+  // torch_dtype stays the model's (bfloat16: autocast on CUDA); the weights are written float32 either way.
   nlohmann::json config = model->config().to_json();
-  config["torch_dtype"] = "float32";
   const std::string config_path = dir + "/config.json";
   {
     std::ofstream out(config_path + ".tmp");
