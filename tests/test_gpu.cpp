@@ -122,7 +122,7 @@ TEST_CASE("golden logits on CUDA match Hugging Face's (the CPU's figures); a bf1
   const torch::Tensor mask = torch::ones(ids.sizes(), torch::kBool);
   const torch::Tensor on_gpu = model->logits(model->forward(ids.to(kCuda), positions.to(kCuda), mask.to(kCuda))).cpu();
   const torch::Tensor on_cpu = reference->logits(reference->forward(ids, positions, mask));
-  CHECK(on_gpu.scalar_type() == torch::kFloat32);
+  CHECK((on_gpu.scalar_type() == torch::kFloat32));  // doctest cannot print a ScalarType
   const double scale = on_cpu.abs().max().item<double>();
   const double difference = (on_gpu - on_cpu).abs().max().item<double>();
   INFO("bf16 autocast: max difference " << difference << " over logits up to " << scale);
@@ -210,7 +210,7 @@ TEST_CASE("one PPO update on CUDA is the CPU's within tolerance: losses, gradien
     LearnerState& learner = learners[device];
     init_learner(learner, root + "/model", resolve_device(device));
     metrics[device] = turnrl::trainer::ppo_update(learner, batch, targets, true, batch.turns.size());
-    CHECK(learner.actor->parameters().front().device().type() == (device == "cuda" ? torch::kCUDA : torch::kCPU));
+    CHECK(learner.actor->parameters().front().device().is_cuda() == (device == "cuda"));
   }
   INFO("cpu " << metrics["cpu"].dump() << "\ncuda " << metrics["cuda"].dump());
   for (const char* key : {"policy_loss", "value_loss", "entropy", "grad_norm"}) {
