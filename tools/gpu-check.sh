@@ -8,12 +8,15 @@
 #   bash tools/gpu-check.sh run [BUNDLE]       there: builds BUNDLE/src against the machine's
 #       PyTorch (CMAKE_PREFIX_PATH = torch's + BUNDLE/prefix/usr), runs `ctest -L gpu`, then a short
 #       training run of the qwen2.5-0.5b architecture (random weights) on BabyAI goto with Verlog's
-#       batch (32 envs x 8 turns, mini-batch 128), and prints turns/s, generation and update tokens/s
+#       batch (32 envs x 8 turns, mini-batch 128; shorter replies, below), and prints turns/s, generation and update tokens/s
 #       and peak GPU memory. Uses nothing outside BUNDLE but the machine's toolchain and PyTorch.
 #
-# Environment (run): GPU_CHECK_ITERATIONS (2), GPU_CHECK_RESPONSE_TOKENS (Verlog's 512: a random
-#   model never stops, so every reply is this long), GPU_CHECK_JOBS (all cores), TORCH_PREFIX (else
-#   python3's torch.utils.cmake_prefix_path), GPU_CHECK_SKIP_TESTS=1.
+# Environment (run): GPU_CHECK_ITERATIONS (2), GPU_CHECK_MINUTES (5: the training run's whole
+#   budget, `train --total-minutes`), GPU_CHECK_RESPONSE_TOKENS (64; a random model never stops, so
+#   every reply is this long. Verlog's 512 needs micro-batches the learner lacks: a mini-batch of 128
+#   rows x 512 tokens holds full-vocabulary log-softmaxes of 128 x 512 x 151936 floats, ~40 GB each),
+#   GPU_CHECK_JOBS (all cores), TORCH_PREFIX (else python3's torch.utils.cmake_prefix_path),
+#   GPU_CHECK_SKIP_TESTS=1.
 # The .debs are Debian 12's (glibc 2.36): a machine with an older glibc needs its own copies.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -108,7 +111,7 @@ run() {
   fi
 
   # The training run: qwen2.5-0.5b's shape, random bf16-autocast weights, Verlog's batch.
-  local work="$BUNDLE/run" iterations="${GPU_CHECK_ITERATIONS:-2}" reply="${GPU_CHECK_RESPONSE_TOKENS:-512}"
+  local work="$BUNDLE/run" iterations="${GPU_CHECK_ITERATIONS:-2}" reply="${GPU_CHECK_RESPONSE_TOKENS:-64}"
   rm -rf "$work"
   mkdir -p "$work"
   "$build/tools/turnrl" new-model --preset qwen2.5-0.5b --tokenizer "$BUNDLE/shared/tokenizers/qwen" --out "$work/model" >/dev/null
@@ -121,7 +124,7 @@ run() {
     sampler=$!
   fi
   local status=0
-  "$build/tools/turnrl" train --config "$work/config.yaml" --iterations "$iterations" --out "$work/out" > "$work/train.log" 2>&1 || status=$?
+  "$build/tools/turnrl" train --config "$work/config.yaml" --iterations "$iterations" --total-minutes "${GPU_CHECK_MINUTES:-5}" --out "$work/out" > "$work/train.log" 2>&1 || status=$?
   [ -n "$sampler" ] && kill "$sampler" 2>/dev/null || true
   tail -5 "$work/train.log"
   [ "$status" -eq 0 ] || { echo "gpu-check: training failed ($status)"; exit "$status"; }
