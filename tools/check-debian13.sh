@@ -7,7 +7,8 @@
 #   --fresh  throw the cached chroot away and bootstrap a new one
 # Environment: TURNRL_DEBIAN13_CACHE (default .cache/debian13: the chroot and its ccache, kept
 #   between runs), TURNRL_SHARED_DIR (default ../shared), TURNRL_MIRROR, TURNRL_BUILD_JOBS (2).
-# The last line printed is ctest's summary ("100% tests passed, 0 tests failed out of N").
+# The last line says how many tests passed: "debian13: N passed, M failed, K skipped" (ctest's own
+# summary and the failures come before it; the full log is build-debian13/ctest.log).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="${TURNRL_DEBIAN13_CACHE:-$ROOT/.cache/debian13}"
@@ -75,5 +76,10 @@ chroot "$CHROOT" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:
     grep -E "^[0-9]+% tests passed|The following tests|^\s+[0-9]+ - |Failed|\*\*\*" build-debian13/ctest.log | grep -v "^100%" || true
     echo "check-debian13: full ctest output in build-debian13/ctest.log"
     grep -E "tests passed, [0-9]+ tests failed out of" build-debian13/ctest.log | tail -1
+    # The closing line: ctest counts a skipped test (test_gpu without a GPU) among those that passed.
+    total=$(sed -nE "s/.*tests failed out of ([0-9]+).*/\1/p" build-debian13/ctest.log | tail -1)
+    failed=$(sed -nE "s/.* ([0-9]+) tests failed out of.*/\1/p" build-debian13/ctest.log | tail -1)
+    skipped=$(grep -cE "\(Skipped\)$" build-debian13/ctest.log || true)
+    echo "debian13: $((${total:-0} - ${failed:-0} - skipped)) passed, ${failed:-0} failed, $skipped skipped"
     exit $rc
   '
