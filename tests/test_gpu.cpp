@@ -116,7 +116,8 @@ TEST_CASE("golden logits on CUDA match Hugging Face's (the CPU's figures); a bf1
   Qwen2Model model = load_qwen2(folder(name), false, kCuda);
   Qwen2Model reference = load_qwen2(folder(name), false, torch::kCPU);
   torch::NoGradGuard no_grad;
-  const json& c = golden(name)["cases"][0];
+  const json gold = golden(name);
+  const json& c = gold["cases"][0];
   const torch::Tensor ids = to_tensor(c["input_ids"], torch::kInt64);
   const torch::Tensor positions = to_tensor(c["position_ids"], torch::kInt64);
   const torch::Tensor mask = torch::ones(ids.sizes(), torch::kBool);
