@@ -17,6 +17,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 #ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -112,6 +113,10 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make
   store.numWorkers = options.world_size;
   store.waitWorkers = true;
   store.timeout = options.timeout;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+  // libtorch 2.4+ asks for the libuv store by default; Debian 13's is built without libuv.
+  store.useLibUV = false;
+#endif
   impl_->store = c10::make_intrusive<c10d::TCPStore>(host, store);
   auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
   gloo->devices.push_back(gloo_device(host));
