@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package turnrl needs, then configures and builds it (Release).
 # Idempotent and non-interactive. Usage: bash tools/setup.sh [extra cmake options]
+# Environment: TURNRL_BUILD_DIR (default build), TURNRL_BUILD_JOBS (default: every core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,9 +23,17 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev        # the env server (turnrl env-server) and its C++ clients
   python3-zmq                   # the Python package (python/turnrl_env) and its tests
   python3-venv python3-setuptools  # its offline install test: pip install --no-build-isolation into a venv
-  clang libclang-rt-14-dev      # tools/fuzz.sh: libFuzzer and its sanitizer runtimes come with clang, not gcc
+  clang                         # tools/fuzz.sh: libFuzzer and its sanitizer runtimes come with clang, not gcc
   python3 tmux
 )
+
+# Packages whose names differ between releases (Debian 12 "bookworm", 13 "trixie": tools/check-debian13.sh).
+VERSION_ID=""
+if [ -r /etc/os-release ]; then VERSION_ID="$(. /etc/os-release && echo "${VERSION_ID:-}")"; fi
+case "$VERSION_ID" in
+  12) PACKAGES+=(libclang-rt-14-dev) ;;  # clang 14's runtimes (bookworm's default clang)
+  *) PACKAGES+=(libclang-rt-dev) ;;      # the default clang's runtimes (trixie: 19)
+esac
 
 # The OpenAI Node client test of `turnrl serve` (tests/openai_client) needs node and npm; a Node.js
 # installed another way (e.g. NodeSource's, which bundles npm) is kept as it is.
@@ -44,5 +53,5 @@ fi
 
 BUILD_DIR="${TURNRL_BUILD_DIR:-build}"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+cmake --build "$BUILD_DIR" -j "${TURNRL_BUILD_JOBS:-$(nproc)}"
 echo "setup: built $BUILD_DIR/tools/turnrl"

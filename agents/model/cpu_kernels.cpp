@@ -20,6 +20,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>  // at::GradMode: ATen.h no longer brings it in libtorch 2.x
 
 // GCC vector extensions: each kernel is written once over a vector width and compiled for every
 // instruction set (AVX-512 with 16 lanes, AVX2 with 8, the baseline with 4); the widest the CPU

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "agents/model/device.h"
 #include "agents/model/generation.h"
 #include "agents/model/qwen2_model.h"
 
@@ -21,7 +22,7 @@ LanguageModel::~LanguageModel() = default;
 
 std::unique_ptr<LanguageModel> LanguageModel::load(const std::string& dir, const std::string& device_name) {
   auto impl = std::make_unique<Impl>();
-  impl->device = torch::Device(device_name);
+  impl->device = resolve_device(device_name);
   impl->model = load_qwen2(dir, false, impl->device);
   impl->model->eval();
   if (std::filesystem::exists(dir + "/tokenizer.json")) {

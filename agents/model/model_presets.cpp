@@ -71,6 +71,7 @@ ModelConfig qwen25_half_billion() {
   config.max_position_embeddings = 32768;
   config.rope_theta = 1000000.0;
   config.tie_word_embeddings = true;
+  config.torch_dtype = "bfloat16";  // as Qwen's own config.json: bf16 autocast on CUDA (float32 weights)
   return config;
 }
 

@@ -7,7 +7,9 @@
 #include <set>
 #include <tuple>
 
+#include <ATen/autocast_mode.h>
 #include <nlohmann/json.hpp>
+#include <torch/version.h>
 
 #include "agents/model/cpu_kernels.h"
 #include "agents/model/tokenizer.h"
@@ -132,8 +134,10 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::append(size_t layer, const to
     const torch::Tensor slot_index = torch::tensor(slots, torch::kInt64).to(keys.device());
     const torch::Tensor at_index = torch::tensor(at, torch::kInt64).to(keys.device());
     using torch::indexing::Slice;
-    keys.index_put_({slot_index, Slice(), at_index}, k.squeeze(2));
-    values.index_put_({slot_index, Slice(), at_index}, v.squeeze(2));
+    // Under autocast a step's keys and values come in bf16 while the cache keeps the model's dtype;
+    // index_put_, unlike copy_, does not convert.
+    keys.index_put_({slot_index, Slice(), at_index}, k.squeeze(2).to(keys.scalar_type()));
+    values.index_put_({slot_index, Slice(), at_index}, v.squeeze(2).to(values.scalar_type()));
   } else {
     for (int64_t b = 0; b < step_rows_; ++b) {
       const int64_t at = lengths_[static_cast<size_t>(step_first_ + b)];
@@ -343,6 +347,52 @@ Qwen2ModelImpl::Qwen2ModelImpl(const ModelConfig& config, bool with_value_head) 
   sin_table_ = register_buffer("rope_sin", emb.sin());
 }
 
+namespace {
+
+/** bf16 autocast on CUDA for a model whose dtype (config.json's torch_dtype) is bfloat16: weights
+ *  stay float32 (the optimiser's master copy), matmuls run in bf16, as PyTorch's autocast does. The
+ *  CPU keeps float32 throughout (its fused kernels and golden figures are float32). Autocast state
+ *  is per thread, so the guard sits where each forward runs. */
+class Autocast {
+ public:
+  Autocast(const ModelConfig& config, const torch::Device& device)
+      : on_(device.is_cuda() && config.torch_dtype == "bfloat16") {
+    if (!on_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    was_enabled_ = at::autocast::is_autocast_enabled(at::kCUDA);
+    was_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+#else
+    was_enabled_ = at::autocast::is_enabled();
+    was_dtype_ = at::autocast::get_autocast_gpu_dtype();
+    at::autocast::set_enabled(true);
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+#endif
+    at::autocast::increment_nesting();
+  }
+  ~Autocast() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, was_enabled_);
+    at::autocast::set_autocast_dtype(at::kCUDA, was_dtype_);
+#else
+    at::autocast::set_enabled(was_enabled_);
+    at::autocast::set_autocast_gpu_dtype(was_dtype_);
+#endif
+  }
+  Autocast(const Autocast&) = delete;
+  Autocast& operator=(const Autocast&) = delete;
+
+ private:
+  bool on_;
+  bool was_enabled_ = false;
+  at::ScalarType was_dtype_ = at::kBFloat16;
+};
+
+}  // namespace
+
 torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, const torch::Tensor& positions,
                                       const torch::Tensor& key_mask, KVCache* cache) {
   return run(ids, positions, key_mask, cache ? cache->length() : 0, cache);
@@ -362,6 +412,7 @@ torch::Tensor Qwen2ModelImpl::run(const torch::Tensor& ids, const torch::Tensor&
   TORCH_CHECK(key_mask.size(0) == batch && key_mask.size(1) == total, "key_mask must be [batch, cached + length]");
   TORCH_CHECK(positions.max().item<int64_t>() < config_.max_position_embeddings,
               "position beyond max_position_embeddings (", config_.max_position_embeddings, ")");
+  const Autocast autocast(config_, ids.device());
   torch::Tensor h = model->embed_tokens(ids);
   const torch::Tensor cos = cos_table_.index({positions}).unsqueeze(1).to(h.scalar_type());
   const torch::Tensor sin = sin_table_.index({positions}).unsqueeze(1).to(h.scalar_type());
@@ -372,16 +423,18 @@ torch::Tensor Qwen2ModelImpl::run(const torch::Tensor& ids, const torch::Tensor&
   for (size_t i = 0; i < model->layers->size(); ++i) {
     h = model->layers[i]->as<Qwen2DecoderLayerImpl>()->forward(h, cos, sin, mask, cache, i);
   }
-  return model->norm(h);
+  return model->norm(h).to(model->norm->weight.scalar_type());  // autocast may leave it in bf16
 }
 
 torch::Tensor Qwen2ModelImpl::logits(const torch::Tensor& hidden) {
   const torch::Tensor weight = lm_head.is_empty() ? model->embed_tokens->weight : lm_head->weight;
+  const Autocast autocast(config_, hidden.device());  // the largest matmul of a small model
   return torch::matmul(hidden, weight.t()).to(torch::kFloat32);
 }
 
 torch::Tensor Qwen2ModelImpl::values(const torch::Tensor& hidden) {
   TORCH_CHECK(!value_head.is_empty(), "this model has no value head");
+  const Autocast autocast(config_, hidden.device());
   return value_head(hidden).squeeze(-1).to(torch::kFloat32);
 }
 
@@ -477,8 +530,8 @@ Qwen2Model load_qwen2(const std::string& dir, bool value_head, const torch::Devi
 
 void save_qwen2(Qwen2Model& model, const std::string& dir, const std::string& tokenizer_dir) {
   std::filesystem::create_directories(dir);
+  // torch_dtype stays the model's (bfloat16: autocast on CUDA); the weights are written float32 either way.
   nlohmann::json config = model->config().to_json();
-  config["torch_dtype"] = "float32";
   const std::string config_path = dir + "/config.json";
   {
     std::ofstream out(config_path + ".tmp");

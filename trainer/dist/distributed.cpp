@@ -17,6 +17,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 #ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -112,13 +113,19 @@ ProcessGroup::ProcessGroup(const ProcessGroupOptions& options) : impl_(std::make
   store.numWorkers = options.world_size;
   store.waitWorkers = true;
   store.timeout = options.timeout;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+  // libtorch 2.4+ asks for the libuv store by default; Debian 13's is built without libuv.
+  store.useLibUV = false;
+#endif
   impl_->store = c10::make_intrusive<c10d::TCPStore>(host, store);
   auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
   gloo->devices.push_back(gloo_device(host));
   impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("gloo", impl_->store),
                                                             options.rank, options.world_size, gloo);
 #ifdef USE_C10D_NCCL
-  if (torch::cuda::is_available()) {
+  // NCCL refuses two ranks on one GPU: with more ranks than GPUs (rank R on GPU R mod count), CUDA
+  // tensors go through Gloo by way of CPU copies instead.
+  if (torch::cuda::is_available() && static_cast<int>(torch::cuda::device_count()) >= options.world_size) {
     auto nccl = c10d::ProcessGroupNCCL::Options::create();
     nccl->timeout = options.timeout;
     impl_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("nccl", impl_->store),

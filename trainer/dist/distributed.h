@@ -1,7 +1,8 @@
 #pragma once
 // The ranks of a data-parallel run (torch c10d): they meet through a TCPStore that rank 0 hosts on
 // the master's port, then talk through Gloo (CPU tensors) and, where libtorch was built with it,
-// NCCL (CUDA tensors; without NCCL, CUDA tensors go through Gloo by way of CPU copies). Every
+// NCCL (CUDA tensors, when every rank has a GPU of its own; otherwise they go through Gloo by way
+// of CPU copies). Every
 // method is a collective: all ranks call it, in the same order. c10d's headers stay in the .cpp.
 #include <chrono>
 #include <cstdint>

@@ -53,8 +53,9 @@ CheckpointState load_checkpoint(const std::string& dir, LearnerState& learner) {
   if (!in) throw std::runtime_error(state_path + ": cannot open (not a checkpoint directory?)");
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
   if (!json.is_object() || !json.contains("iteration")) throw std::runtime_error(state_path + ": malformed");
-  torch::load(*learner.actor_optimizer, dir + "/actor_optimizer.pt");
-  torch::load(*learner.critic_optimizer, dir + "/critic_optimizer.pt");
+  // Onto this run's device: a checkpoint saved on another (CPU and GPU, or another rank's GPU) resumes.
+  torch::load(*learner.actor_optimizer, dir + "/actor_optimizer.pt", learner.device);
+  torch::load(*learner.critic_optimizer, dir + "/critic_optimizer.pt", learner.device);
   CheckpointState state;
   try {
     state.iteration = json.at("iteration").get<int>();

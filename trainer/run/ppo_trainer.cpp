@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/model/compute_threads.h"
+#include "agents/model/device.h"
 #include "agents/model/language_model.h"
 #include "envs/registry.h"
 #include "trainer/algo/learner_state.h"
@@ -44,15 +45,6 @@ bool on_any_rank(ProcessGroup* ranks, bool flag) {
   std::vector<double> value = {flag ? 1.0 : 0.0};
   ranks->max(value);
   return value[0] > 0;
-}
-
-/** The device of this rank: with several ranks on CUDA, rank R on GPU R mod the GPU count. */
-torch::Device rank_device(const TrainConfig& c, int rank, bool ranked) {
-  torch::Device device(c.model.device);
-  if (ranked && device.is_cuda() && !device.has_index() && torch::cuda::device_count() > 0) {
-    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rank % torch::cuda::device_count()));
-  }
-  return device;
 }
 
 /** The actor, critic (from `checkpoint` when resuming, else from `path`), the frozen reference and the optimisers. */
@@ -177,7 +169,7 @@ PpoTrainer::PpoTrainer(TrainConfig config, const std::string& resume, std::share
   l.config = std::move(config);
   l.ranks = std::move(ranks);
   const TrainConfig& c = l.config;
-  l.device = rank_device(c, s.rank(), l.ranks != nullptr);
+  l.device = agents::resolve_device(c.model.device, s.rank());  // "cuda": rank R on GPU R
   agents::set_compute_threads(c.model.threads);
   prepare_initial_model(c, l.ranks.get());  // a collective: the ranks make the format stage together
   const std::string& path = c.initial_model();

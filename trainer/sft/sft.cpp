@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "agents/model/device.h"
 #include "agents/model/generation.h"
 #include "agents/model/qwen2_model.h"
 #include "trainer/dist/distributed.h"
@@ -119,7 +120,7 @@ SftReport run_sft(const std::vector<std::string>& data, const std::string& model
     std::vector<SftExample> part = read_sft_examples(path, tokenizer);
     examples.insert(examples.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
   }
-  const torch::Device device(settings.device);
+  const torch::Device device = agents::resolve_device(settings.device, ranks ? ranks->rank() : 0);
   agents::Qwen2Model model = agents::load_qwen2(model_dir, false, device);
   model->train();
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(settings.lr).weight_decay(0.0));
