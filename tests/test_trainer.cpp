@@ -23,7 +23,7 @@
 #include "trainer/config/train_config.h"
 #include "test_util.h"
 #include "train_test_util.h"
-#include "tools/stub_http_server.h"
+#include "tools/serve/stub_http_server.h"
 
 using namespace turnrl::trainer;
 using turnrl::test::metrics_of_type;
@@ -841,10 +841,10 @@ TEST_CASE("process rewards and an external scorer in training: streamed while th
   const std::string root = "/tmp/turnrl_process_test";
   std::filesystem::remove_all(root);
   // The stub scores every turn with its env reward; the episode manager uses those scores as they are.
-  turnrl::tools::StubHttpServer scorer([](int, const std::string&, const nlohmann::json& request) {
+  turnrl::serve::StubHttpServer scorer([](int, const std::string&, const nlohmann::json& request) {
     nlohmann::json scores = nlohmann::json::array();
     for (const auto& turn : request["turns"]) scores.push_back(turn["env_reward"]);
-    return turnrl::tools::StubReply{200, {{"scores", scores}}, 5};
+    return turnrl::serve::StubReply{200, {{"scores", scores}}, 5};
   });
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: arith/single\n  options: {steps: 1, max_value: 20}\n  n_env: 8\n  e_len: 2\n  group_size: 4\n"
