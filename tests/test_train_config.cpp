@@ -18,7 +18,7 @@ TEST_CASE("configs validate every key and name the file and line") {
     INFO(entry.path().string());
     CHECK_NOTHROW(TrainConfig::load(entry.path().string()));
   }
-  const std::string base = "model:\n  path: /tmp/x\n";
+  const std::string base = "model:\n  path: /no/such/model\n";
   auto fails_with = [&](const std::string& name, const std::string& text, const std::string& message) {
     INFO(name << ": " << message);
     CHECK_THROWS_WITH_AS(TrainConfig::load(write_config(name, text)), doctest::Contains(message.c_str()), std::invalid_argument);
@@ -31,7 +31,7 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("f.yaml", base + "turn:\n  layout: fancy\n", "f.yaml:4: turn.layout: must be balrog, verlog or compact");
   fails_with("f2.yaml", base + "turn:\n  history: -1\n", "f2.yaml:4: turn.history: must be >= 0");
   fails_with("f3.yaml", base + "turn:\n  prompt_format: compact\n", "f3.yaml:4: turn.prompt_format: unknown key");
-  CHECK_THROWS_AS(TrainConfig::load("/tmp/turnrl_configs/missing.yaml"), std::invalid_argument);
+  CHECK_THROWS_AS(TrainConfig::load(turnrl::test::config_dir() / "missing.yaml"), std::invalid_argument);
   fails_with("h.yaml", base + "env:\n  id: babyai/gotoo\n", "h.yaml:4: env.id: names an unknown environment 'babyai/gotoo'");
   fails_with("i.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 1\n", "i.yaml:5: env.n_env: must be at least the number of tasks");
   fails_with("j.yaml", base + "env:\n  id: []\n", "env.id: must not be an empty list");
@@ -54,14 +54,14 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("r7.yaml", base + "run:\n  final_eval_episodes: -4\n", "r7.yaml:4: run.final_eval_episodes: must be >= 0");
   fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
   fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
-  fails_with("t2.yaml", "model:\n  path: /tmp/x\n  preset: tiny\n  initializer_range: -0.1\n", "t2.yaml:4: model.initializer_range: must be >= 0");
+  fails_with("t2.yaml", "model:\n  path: /no/such/model\n  preset: tiny\n  initializer_range: -0.1\n", "t2.yaml:4: model.initializer_range: must be >= 0");
   fails_with("t3.yaml", base + "  initializer_range: 0.125\n", "t3.yaml:3: model.initializer_range: needs model.preset");
   // Found with tests/fuzz/fuzz_config: the product of tasks and group size overflowed an int (UB).
   fails_with("v.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 8\n  group_size: 2000000000\n",
              "v.yaml:5: env.n_env: must be at least the number of tasks");
   // Found with tests/fuzz/fuzz_config: an option name that is not UTF-8 made to_yaml() throw a json::type_error.
   fails_with("u.yaml", base + "env:\n  options: {n\xf9m: 2}\n", "u.yaml:4: env.options: must be UTF-8 text");
-  fails_with("w.yaml", base + "format:\n  model: /tmp/f\n  tasks: [babyai/open]\nenv:\n  id: babyai/goto\n",
+  fails_with("w.yaml", base + "format:\n  model: /no/such/format-model\n  tasks: [babyai/open]\nenv:\n  id: babyai/goto\n",
              "w.yaml:5: format.tasks: names 'babyai/open', which is not one of env.id");
   const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
   CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
@@ -80,7 +80,7 @@ TEST_CASE("configs validate every key and name the file and line") {
 }
 
 TEST_CASE("reward config: managers with process, the process and scorer sections, every key validated") {
-  const std::string base = "model:\n  path: /tmp/x\nenv:\n  id: arith/single\n  group_size: 2\nppo:\n  estimator: rloo\n";
+  const std::string base = "model:\n  path: /no/such/model\nenv:\n  id: arith/single\n  group_size: 2\nppo:\n  estimator: rloo\n";
   auto fails_with = [&](const std::string& name, const std::string& text, const std::string& message) {
     INFO(name << ": " << message);
     CHECK_THROWS_WITH_AS(TrainConfig::load(write_config(name, text)), doctest::Contains(message.c_str()), std::invalid_argument);
@@ -120,15 +120,15 @@ TEST_CASE("reward config: managers with process, the process and scorer sections
   fails_with("r7.yaml", base + "reward:\n  scorer:\n    concurrency: 2\n", "reward.scorer.url: is required");
   fails_with("r8.yaml", base + "reward:\n  scorer:\n    url: https://x/score\n", "reward.scorer.url: http scorer: the URL must start with http://");
   fails_with("r9.yaml", base + "reward:\n  scorer:\n    url: http://x/s\n    retries: -1\n", "reward.scorer.retries: must be >= 0");
-  fails_with("r10.yaml", "model:\n  path: /tmp/x\nenv:\n  group_size: 2\nppo:\n  estimator: grpo\nreward:\n  manager: [env, process]\n",
+  fails_with("r10.yaml", "model:\n  path: /no/such/model\nenv:\n  group_size: 2\nppo:\n  estimator: grpo\nreward:\n  manager: [env, process]\n",
              "process rewards need an estimator that keeps token rewards");
   fails_with("r11.yaml", base + "sampling:\n  action_tokens_only: false\n  extra_tokens: [So]\n",
              "sampling.extra_tokens: widens action_tokens_only");
 }
 
 TEST_CASE("reward config: options of the episode manager and of group estimators are refused without them") {
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("gigpo-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  normalize_by_length: true\n")),
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("gigpo-bad.yaml", "model:\n  path: /no/such/model\nreward:\n  normalize_by_length: true\n")),
                        doctest::Contains("reward.normalize_by_length: applies to reward.manager: episode only"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("dynamic-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  dynamic_sampling_tries: 2\n")),
+  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("dynamic-bad.yaml", "model:\n  path: /no/such/model\nreward:\n  dynamic_sampling_tries: 2\n")),
                        doctest::Contains("reward.dynamic_sampling_tries: drops groups without signal"), std::invalid_argument);
 }

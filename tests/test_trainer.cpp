@@ -22,6 +22,7 @@
 #include "envs/registry.h"
 #include "agents/model/tokenizer.h"
 #include "trainer/config/train_config.h"
+#include "temp_dir.h"
 #include "test_util.h"
 #include "train_test_util.h"
 #include "tools/serve/stub_http_server.h"
@@ -87,8 +88,8 @@ void init_actor_only_learner(LearnerState& learner, const std::string& dir) {
 }  // namespace
 
 TEST_CASE("the trainer's update clips the actor's gradient norm") {
-  const std::string dir = "/tmp/turnrl_clip_test/model";
-  std::filesystem::remove_all("/tmp/turnrl_clip_test");
+  const turnrl::test::TempDir run_dir("turnrl_clip_test");
+  const std::string dir = run_dir / "model";
   turnrl::agents::write_new_model("tiny", dir, 3, "");
   for (const double max_norm : {1e-3, 1e6}) {
     LearnerState learner;
@@ -126,8 +127,8 @@ TEST_CASE("the trainer's update clips the actor's gradient norm") {
 }
 
 TEST_CASE("the anchor term keeps a token that negative advantages push out") {
-  const std::string dir = "/tmp/turnrl_anchor_test/model";
-  std::filesystem::remove_all("/tmp/turnrl_anchor_test");
+  const turnrl::test::TempDir run_dir("turnrl_anchor_test");
+  const std::string dir = run_dir / "model";
   turnrl::agents::write_new_model("tiny", dir, 3, "");
   const std::vector<int32_t> prompt = {5, 6, 7};
   const std::vector<int32_t> response = {8};
@@ -173,8 +174,8 @@ TEST_CASE("the anchor term keeps a token that negative advantages push out") {
 }
 
 TEST_CASE("length-grouped mini-batches pad less and still train on every row") {
-  const std::string dir = "/tmp/turnrl_group_test/model";
-  std::filesystem::remove_all("/tmp/turnrl_group_test");
+  const turnrl::test::TempDir run_dir("turnrl_group_test");
+  const std::string dir = run_dir / "model";
   turnrl::agents::write_new_model("tiny", dir, 3, "");
   std::map<bool, double> padding;
   for (const bool grouped : {false, true}) {
@@ -208,10 +209,11 @@ TEST_CASE("length-grouped mini-batches pad less and still train on every row") {
 }
 
 TEST_CASE("a missing model folder without a preset is refused before any work starts, on stderr") {
-  const std::string command = std::string(TURNRL_BINARY) + " train --config " + write_config("g.yaml", "model:\n  path: /tmp/no/such/model\n") +
-                              " >/tmp/turnrl_configs/out.txt 2>/tmp/turnrl_configs/err.txt";
+  const turnrl::test::TempDir run_dir("turnrl_missing_model");
+  const std::string command = std::string(TURNRL_BINARY) + " train --config " + write_config("g.yaml", "model:\n  path: /no/such/model\n") +
+                              " >" + (run_dir / "out.txt") + " 2>" + (run_dir / "err.txt");
   CHECK(WEXITSTATUS(std::system(command.c_str())) == 1);
-  std::ifstream err("/tmp/turnrl_configs/err.txt"), out("/tmp/turnrl_configs/out.txt");
+  std::ifstream err(run_dir / "err.txt"), out(run_dir / "out.txt");
   const std::string err_text((std::istreambuf_iterator<char>(err)), {}), out_text((std::istreambuf_iterator<char>(out)), {});
   CHECK(err_text.find("holds no model") != std::string::npos);
   CHECK(err_text.find('\n') == err_text.size() - 1);  // one line
@@ -219,8 +221,8 @@ TEST_CASE("a missing model folder without a preset is refused before any work st
 }
 
 TEST_CASE("a resumed run continues from the checkpoint's exact state") {
-  const std::string root = turnrl::test::temp_root("turnrl_resume_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_resume_test");
+  const std::string& root = run_dir.path();
   // Episodes of BabyAI goto outlast e_len = 3, so the checkpoint cuts them mid-episode.
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
@@ -271,8 +273,8 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
 }
 
 TEST_CASE("run.total_minutes counts the time before PPO: a budget the format stage and loading use up leaves no iteration") {
-  const std::string root = turnrl::test::temp_root("turnrl_total_minutes_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_total_minutes_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: babyai/goto\n  n_env: 2\n  e_len: 3\n"
                            "ppo:\n  minibatch: 6\n  epochs: 1\n  critic_warmup_iterations: 0\n"
@@ -294,8 +296,8 @@ TEST_CASE("run.total_minutes counts the time before PPO: a budget the format sta
 }
 
 TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous checkpoint after an interrupted swap") {
-  const std::string root = turnrl::test::temp_root("turnrl_swap_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_swap_test");
+  const std::string& root = run_dir.path();
   std::filesystem::create_directories(root + "/checkpoint.old");
   std::ofstream(root + "/checkpoint.old/state.json") << "{}";
   CHECK(find_checkpoint(root) == root + "/checkpoint.old");  // a swap died between its two renames
@@ -315,8 +317,8 @@ TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous che
 }
 
 TEST_CASE("a run is a model: the final state is saved, and eval --run scores it as the trainer's evaluation does") {
-  const std::string root = turnrl::test::temp_root("turnrl_run_model_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_run_model_test");
+  const std::string& root = run_dir.path();
   // 3 iterations with checkpoint_every 2: the final iteration must still be saved.
   const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
@@ -418,8 +420,8 @@ TEST_CASE("scores_json: progression's standard error per task, and overall clust
 }
 
 TEST_CASE("keep_best: the run's model is its actor of highest evaluated progression, not its last") {
-  const std::string root = turnrl::test::temp_root("turnrl_keep_best_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_keep_best_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: babaisai/goto_win\n  n_env: 4\n  e_len: 3\n"
                            "turn:\n  layout: compact\n  reply_format: action-tag\n  invalid_feedback: false\n"
@@ -476,8 +478,8 @@ TEST_CASE("keep_best: the run's model is its actor of highest evaluated progress
 }
 
 TEST_CASE("a group estimator trains without the critic on groups sharing their start state") {
-  const std::string root = turnrl::test::temp_root("turnrl_group_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_group_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 8\n  e_len: 4\n  group_size: 2\n"
                            "ppo:\n  estimator: grpo\n  minibatch: 8\n  epochs: 1\n  critic_warmup_iterations: 1\n"
@@ -513,8 +515,8 @@ TEST_CASE("action tokens: the tokenizer's text ends and the parser's offset agre
 }
 
 TEST_CASE("each layout runs through train, eval --run and play --run with the run's own turn settings") {
-  const std::string root = turnrl::test::temp_root("turnrl_layout_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_layout_test");
+  const std::string& root = run_dir.path();
   struct Case {
     std::string layout, first_role, marker;
   };
@@ -549,8 +551,8 @@ TEST_CASE("each layout runs through train, eval --run and play --run with the ru
 }
 
 TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rollout records") {
-  const std::string root = turnrl::test::temp_root("turnrl_gigpo_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_gigpo_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: corridor/short\n  n_env: 8\n  e_len: 6\n  group_size: 4\n"
                            "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  invalid_penalty: -0.1\n  invalid_feedback: false\n"
@@ -571,8 +573,8 @@ TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rol
 }
 
 TEST_CASE("dynamic sampling drops groups without signal and refills within its tries") {
-  const std::string root = turnrl::test::temp_root("turnrl_dynamic_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_dynamic_test");
+  const std::string& root = run_dir.path();
   // The untrained policy finishes corridor/short only now and then: groups whose segments all got
   // the same reward are dropped, the others kept.
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
@@ -606,8 +608,8 @@ TEST_CASE("dynamic sampling drops groups without signal and refills within its t
 }
 
 TEST_CASE("process rewards and an external scorer in training: streamed while the batch generates") {
-  const std::string root = "/tmp/turnrl_process_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_process_test");
+  const std::string& root = run_dir.path();
   // The stub scores every turn with its env reward; the episode manager uses those scores as they are.
   turnrl::serve::StubHttpServer scorer([](int, const std::string&, const nlohmann::json& request) {
     nlohmann::json scores = nlohmann::json::array();
