@@ -13,6 +13,7 @@
 #include "envs/expert.h"
 #include "envs/golden.h"
 #include "envs/registry.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 using namespace turnrl::envs;
@@ -76,8 +77,10 @@ TEST_CASE("every public golden BabaIsAI episode replays exactly") {
 TEST_CASE("a corrupted golden record is reported at the right field, wrapper-reset text included") {
   auto records = read_jsonl(golden_file("goto_win"));
   records[4]["layout"][2] = records[4]["layout"][2].get<std::string>() + " x";
-  write_jsonl_gz("/tmp/turnrl_baba_corrupt.jsonl.gz", records);
-  ReplayReport report = replay_golden_file("/tmp/turnrl_baba_corrupt.jsonl.gz");
+  const turnrl::test::TempDir dir("turnrl_babaisai");
+  const std::string path = dir / "corrupt.jsonl.gz";
+  write_jsonl_gz(path, records);
+  ReplayReport report = replay_golden_file(path);
   REQUIRE(report.first_mismatch);
   CHECK(report.first_mismatch->field.path == "layout[2]");
   CHECK(report.first_mismatch->line == 5);
@@ -94,8 +97,8 @@ TEST_CASE("a corrupted golden record is reported at the right field, wrapper-res
   REQUIRE(rule != std::string::npos);
   text.replace(rule, 7, "steps up");
   (*reset_step)["text"] = text;
-  write_jsonl_gz("/tmp/turnrl_baba_corrupt.jsonl.gz", records);
-  report = replay_golden_file("/tmp/turnrl_baba_corrupt.jsonl.gz");
+  write_jsonl_gz(path, records);
+  report = replay_golden_file(path);
   REQUIRE(report.first_mismatch);
   CHECK(report.first_mismatch->field.path == "text");
   CHECK(report.first_mismatch->line == (reset_step - records.begin()) + 1);

@@ -14,6 +14,7 @@
 #include "envs/expert.h"
 #include "envs/golden.h"
 #include "envs/registry.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 using namespace turnrl::envs;
@@ -68,7 +69,8 @@ TEST_CASE("held-out seeds with 8 distractors (recorded from the reference) repla
 TEST_CASE("a corrupted golden record is reported at the right field") {
   auto records = read_jsonl(golden_files().front());
   records[5]["text"] = records[5]["text"].get<std::string>() + "x";
-  const std::string path = "/tmp/turnrl_babyai_corrupt.jsonl.gz";
+  const turnrl::test::TempDir dir("turnrl_babyai");
+  const std::string path = dir / "corrupt.jsonl.gz";
   write_jsonl_gz(path, records);
   const ReplayReport report = replay_golden_file(path);
   REQUIRE(report.first_mismatch);

@@ -22,6 +22,7 @@
 #include "envs/expert.h"
 #include "envs/golden.h"
 #include "envs/registry.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 using namespace turnrl::envs;
@@ -68,14 +69,14 @@ TEST_CASE("every golden Crafter episode replays exactly") {
 TEST_CASE("a corrupted golden record is reported at the right field") {
   auto records = read_jsonl(golden_files("golden/crafter/public").front());
   records[7]["rng_draws"] = records[7]["rng_draws"].get<int64_t>() + 1;
-  const std::string path = "/tmp/turnrl_crafter_corrupt.jsonl.gz";
+  const turnrl::test::TempDir dir("turnrl_crafter");
+  const std::string path = dir / "corrupt.jsonl.gz";
   write_jsonl_gz(path, records);
   const ReplayReport report = replay_golden_file(path);
   REQUIRE(report.first_mismatch);
   CHECK(report.first_mismatch->line == 8);
   CHECK(report.first_mismatch->field.path == "rng_draws");
   CHECK(report.exact_episodes == report.episodes - 1);
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("OpenSimplex noise3 equals opensimplex v0.3 bit for bit") {

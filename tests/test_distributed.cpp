@@ -17,6 +17,7 @@
 #include "agents/model/new_model.h"
 #include "envs/registry.h"
 #include "rank_threads.h"
+#include "temp_dir.h"
 #include "test_util.h"
 #include "train_test_util.h"
 #include "trainer/dist/distributed.h"
@@ -153,8 +154,8 @@ void update_alone(LearnerState& l, const RolloutBatch& batch) {
 }  // namespace
 
 TEST_CASE("two ranks take the update one process takes on their combined batch") {
-  const std::string root = "/tmp/turnrl_dp_equal_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_dp_equal_test");
+  const std::string& root = run_dir.path();
   const std::string model = untied_tiny_model(root);
   for (const std::string estimator : {"gae", "reinforce++", "grpo"}) {
     CAPTURE(estimator);
@@ -202,8 +203,8 @@ TEST_CASE("two ranks take the update one process takes on their combined batch")
 }
 
 TEST_CASE("the anchor term reads the reference kept from scoring: the same update as recomputing it per mini-batch") {
-  const std::string root = "/tmp/turnrl_kept_reference_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_kept_reference_test");
+  const std::string& root = run_dir.path();
   const std::string model = untied_tiny_model(root);
   TrainConfig c = learner_config(model, "gae");
   c.ppo.anchor_kl_coef = 0.5;
@@ -257,8 +258,8 @@ std::string write_config(const std::string& root, const std::string& text) {
 }  // namespace
 
 TEST_CASE("a two-rank run resumes from its checkpoint where it stopped") {
-  const std::string root = "/tmp/turnrl_dp_resume_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_dp_resume_test");
+  const std::string& root = run_dir.path();
   // Episodes of BabyAI outlast e_len = 3, so the checkpoint cuts them mid-episode on both ranks.
   const std::string config = write_config(root, "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                                                 "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
@@ -315,8 +316,8 @@ TEST_CASE("a two-rank run resumes from its checkpoint where it stopped") {
 }
 
 TEST_CASE("ranks fill their own share of a dynamically sampled batch") {
-  const std::string root = "/tmp/turnrl_dp_dynamic_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_dp_dynamic_test");
+  const std::string& root = run_dir.path();
   // The ranks' collections keep different numbers of groups and take different numbers of tries.
   const std::string config = write_config(root, "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                                                 "env:\n  id: corridor/short\n  n_env: 8\n  e_len: 6\n  group_size: 4\n"
@@ -340,8 +341,8 @@ TEST_CASE("ranks fill their own share of a dynamically sampled batch") {
 }
 
 TEST_CASE("turnrl sft --nproc 2 fine-tunes as one process does") {
-  const std::string root = turnrl::test::temp_root("turnrl_sft_nproc_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_sft_nproc_test");
+  const std::string& root = run_dir.path();
   turnrl::agents::write_new_model("tiny", root + "/base", 0, "");
   {
     std::ofstream data(root + "/data.jsonl");

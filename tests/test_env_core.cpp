@@ -7,6 +7,7 @@
 #include "envs/reply_parser.h"
 #include "envs/golden.h"
 #include "envs/registry.h"
+#include "temp_dir.h"
 
 using namespace turnrl::envs;
 using nlohmann::json;
@@ -53,7 +54,8 @@ TEST_CASE("first_difference finds the first differing field") {
 }
 
 TEST_CASE("read_jsonl rejects malformed files with the file and line") {
-  const std::string path = "/tmp/turnrl_test_bad.jsonl";
+  const turnrl::test::TempDir dir("turnrl_env_core");
+  const std::string path = dir / "bad.jsonl";
   {
     std::ofstream out(path);
     out << "{\"type\": \"reset\"}\n{not json\n";
@@ -64,7 +66,7 @@ TEST_CASE("read_jsonl rejects malformed files with the file and line") {
   } catch (const std::runtime_error& e) {
     CHECK(std::string(e.what()).find(path + ":2") != std::string::npos);
   }
-  CHECK_THROWS_AS(read_jsonl("/tmp/does/not/exist.jsonl.gz"), std::runtime_error);
+  CHECK_THROWS_AS(read_jsonl("/no/such/folder/file.jsonl.gz"), std::runtime_error);
   {
     std::ofstream out(path);
     out << "{\"type\": \"reset\", \"format\": \"nobody\"}\n";
@@ -73,7 +75,8 @@ TEST_CASE("read_jsonl rejects malformed files with the file and line") {
 }
 
 TEST_CASE("malformed golden records are std::runtime_errors naming the line, never a hang or UB") {
-  const std::string path = "/tmp/turnrl_test_malformed.jsonl";
+  const turnrl::test::TempDir dir("turnrl_env_core");
+  const std::string path = dir / "malformed.jsonl";
   const std::string babyai_reset = R"({"type":"reset","env_id":"BabyAI-MixedTrainLocal-v0/goto","seed":0)";
   struct Case {
     const char* what;

@@ -24,6 +24,7 @@
 #include "envs/server/protocol.h"
 #include "envs/server/remote_env.h"
 #include "server_process.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 namespace turnrl::envs::server {
@@ -526,13 +527,10 @@ TEST_CASE("the python client replays golden files through a server process" * do
   // One changed observation in a copy of a golden file: the replay must fail and say where.
   std::vector<json> records = read_jsonl(test::shared_path(kGoldenFiles[1]));
   records.at(5)["text"] = "Active rules:\nnothing is real";
-  char name[] = "/tmp/turnrl_test_golden_XXXXXX";
-  const int fd = mkstemp(name);
-  REQUIRE(fd >= 0);
-  close(fd);
-  write_jsonl_gz(name, records);
-  const test::CommandResult bad = replay(std::string("'") + name + "'");
-  std::remove(name);
+  const test::TempDir dir("turnrl_env_server");
+  const std::string changed = dir / "changed.jsonl.gz";
+  write_jsonl_gz(changed, records);
+  const test::CommandResult bad = replay("'" + changed + "'");
   INFO(bad.output);
   CHECK(bad.exit_code == 1);
   CHECK(bad.output.find("mismatch at line 6") != std::string::npos);

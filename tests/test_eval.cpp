@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "envs/registry.h"
-#include "tools/openai_stub_server.h"
 #include "test_util.h"
 #include "tools/eval_summary.h"
+#include "tools/serve/openai_stub_server.h"
 
 using namespace turnrl;
 
@@ -60,9 +60,9 @@ TEST_CASE("BALROG summary: SE = population std / sqrt(n); overall SE = sqrt(sum 
 
 TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env family, outputs checked, resume") {
   const auto tasks = one_task_per_family();
-  tools::OpenAiStubServer server([&](int index, const nlohmann::json&) {
+  serve::OpenAiStubServer server([&](int index, const nlohmann::json&) {
     // Alternate a garbled reply with a plain action name of the first family.
-    return tools::ChatStubReply{200, index % 3 == 0 ? "I am not sure." : "turn left", 0};
+    return serve::ChatStubReply{200, index % 3 == 0 ? "I am not sure." : "turn left", 0};
   });
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

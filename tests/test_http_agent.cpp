@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "agents/http_agent.h"
-#include "tools/openai_stub_server.h"
+#include "tools/serve/openai_stub_server.h"
 
 using namespace turnrl;
 
@@ -27,9 +27,9 @@ agents::HttpAgentConfig config_for(const std::string& url) {
 
 TEST_CASE("http agent: request format and reply") {
   nlohmann::json seen;
-  tools::OpenAiStubServer server([&](int, const nlohmann::json& request) {
+  serve::OpenAiStubServer server([&](int, const nlohmann::json& request) {
     seen = request;
-    return tools::ChatStubReply{200, "go forward", 0};
+    return serve::ChatStubReply{200, "go forward", 0};
   });
   setenv("TURNRL_TEST_API_KEY", "secret", 1);
   auto config = config_for(server.base_url());
@@ -48,8 +48,8 @@ TEST_CASE("http agent: request format and reply") {
 }
 
 TEST_CASE("http agent: retries after a 500") {
-  tools::OpenAiStubServer server([](int index, const nlohmann::json&) {
-    return index == 0 ? tools::ChatStubReply{500, "", 0} : tools::ChatStubReply{200, "turn left", 0};
+  serve::OpenAiStubServer server([](int index, const nlohmann::json&) {
+    return index == 0 ? serve::ChatStubReply{500, "", 0} : serve::ChatStubReply{200, "turn left", 0};
   });
   agents::HttpAgent agent(config_for(server.base_url()));
   CHECK(agent.complete({{"user", "x"}}) == "turn left");
@@ -57,15 +57,15 @@ TEST_CASE("http agent: retries after a 500") {
 }
 
 TEST_CASE("http agent: a 400 fails at once with the body") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json&) { return tools::ChatStubReply{400, "", 0}; });
+  serve::OpenAiStubServer server([](int, const nlohmann::json&) { return serve::ChatStubReply{400, "", 0}; });
   agents::HttpAgent agent(config_for(server.base_url()));
   CHECK_THROWS_WITH_AS(agent.complete({{"user", "x"}}), doctest::Contains("HTTP 400"), std::runtime_error);
   CHECK(server.requests() == 1);
 }
 
 TEST_CASE("http agent: timeout, then success on retry") {
-  tools::OpenAiStubServer server([](int index, const nlohmann::json&) {
-    return tools::ChatStubReply{200, "drop", index == 0 ? 1500 : 0};
+  serve::OpenAiStubServer server([](int index, const nlohmann::json&) {
+    return serve::ChatStubReply{200, "drop", index == 0 ? 1500 : 0};
   });
   agents::HttpAgent agent(config_for(server.base_url()));
   const auto start = std::chrono::steady_clock::now();
@@ -75,7 +75,7 @@ TEST_CASE("http agent: timeout, then success on retry") {
 
 TEST_CASE("http agent: unreachable server gives a clear error") {
   unsigned short port;
-  { tools::OpenAiStubServer closed([](int, const nlohmann::json&) { return tools::ChatStubReply{}; }); port = closed.port(); }
+  { serve::OpenAiStubServer closed([](int, const nlohmann::json&) { return serve::ChatStubReply{}; }); port = closed.port(); }
   agents::HttpAgent agent(config_for("http://127.0.0.1:" + std::to_string(port) + "/v1"));
   CHECK_THROWS_WITH_AS(agent.complete({{"user", "x"}}), doctest::Contains("cannot reach http://127.0.0.1:"), std::runtime_error);
   CHECK_THROWS_AS(agents::HttpAgent(config_for("https://example.com/v1")), std::invalid_argument);
@@ -83,8 +83,8 @@ TEST_CASE("http agent: unreachable server gives a clear error") {
 }
 
 TEST_CASE("http agent: a batch's requests run concurrently, replies stay in prompt order") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json& request) {
-    return tools::ChatStubReply{200, "echo " + request["messages"].back()["content"].get<std::string>(), 150};
+  serve::OpenAiStubServer server([](int, const nlohmann::json& request) {
+    return serve::ChatStubReply{200, "echo " + request["messages"].back()["content"].get<std::string>(), 150};
   });
   auto config = config_for(server.base_url());
   config.concurrency = 3;
@@ -100,9 +100,9 @@ TEST_CASE("http agent: a batch's requests run concurrently, replies stay in prom
 }
 
 TEST_CASE("http agent: a failing request in a concurrent batch fails the call") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json& request) {
+  serve::OpenAiStubServer server([](int, const nlohmann::json& request) {
     const bool bad = request["messages"].back()["content"] == "2";
-    return tools::ChatStubReply{bad ? 400u : 200u, "ok", 0};
+    return serve::ChatStubReply{bad ? 400u : 200u, "ok", 0};
   });
   agents::HttpAgent agent(config_for(server.base_url()));
   std::vector<agents::AgentPrompt> prompts;
@@ -122,9 +122,9 @@ std::future<agents::AgentResult> submitted(agents::HttpAgent& agent, const std::
 }  // namespace
 
 TEST_CASE("http agent: submit answers each request as it comes back, hundreds in flight, no batch barrier") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json& request) {
+  serve::OpenAiStubServer server([](int, const nlohmann::json& request) {
     const std::string text = request["messages"].back()["content"];
-    return tools::ChatStubReply{200, "re " + text, text == "slow" ? 4000 : 800};
+    return serve::ChatStubReply{200, "re " + text, text == "slow" ? 4000 : 800};
   });
   auto config = config_for(server.base_url());
   config.timeout_s = 10;
@@ -146,7 +146,7 @@ TEST_CASE("http agent: submit answers each request as it comes back, hundreds in
 }
 
 TEST_CASE("http agent: keep-alive connections are reused, at most `concurrency` of them") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json&) { return tools::ChatStubReply{200, "ok", 20}; });
+  serve::OpenAiStubServer server([](int, const nlohmann::json&) { return serve::ChatStubReply{200, "ok", 20}; });
   auto config = config_for(server.base_url());
   config.concurrency = 4;
   agents::HttpAgent agent(config);
@@ -161,8 +161,8 @@ TEST_CASE("http agent: keep-alive connections are reused, at most `concurrency` 
 }
 
 TEST_CASE("http agent: a connection the server dropped while idle is replaced without costing an attempt") {
-  tools::OpenAiStubServer server([](int index, const nlohmann::json&) {
-    tools::ChatStubReply response{200, "reply " + std::to_string(index), 0};
+  serve::OpenAiStubServer server([](int index, const nlohmann::json&) {
+    serve::ChatStubReply response{200, "reply " + std::to_string(index), 0};
     response.hang_up = true;  // every connection is gone once its reply is sent
     return response;
   });
@@ -178,10 +178,10 @@ TEST_CASE("http agent: a connection the server dropped while idle is replaced wi
 }
 
 TEST_CASE("http agent: submit delivers errors; the length limit marks a reply truncated") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json& request) {
+  serve::OpenAiStubServer server([](int, const nlohmann::json& request) {
     const std::string text = request["messages"].back()["content"];
-    if (text == "bad") return tools::ChatStubReply{400, "", 0};
-    tools::ChatStubReply response{200, "cut", 0};
+    if (text == "bad") return serve::ChatStubReply{400, "", 0};
+    serve::ChatStubReply response{200, "cut", 0};
     response.finish_reason = "length";
     return response;
   });
@@ -195,7 +195,7 @@ TEST_CASE("http agent: submit delivers errors; the length limit marks a reply tr
 }
 
 TEST_CASE("http agent: requests still in flight when the agent goes away are answered with an error") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json&) { return tools::ChatStubReply{200, "late", 3000}; });
+  serve::OpenAiStubServer server([](int, const nlohmann::json&) { return serve::ChatStubReply{200, "late", 3000}; });
   std::future<agents::AgentResult> pending;
   {
     agents::HttpAgent agent(config_for(server.base_url()));

@@ -23,13 +23,13 @@
 #include "agents/model/qwen2_model.h"
 #include "trainer/dist/distributed.h"
 #include "trainer/sft/format_stage.h"
-#include "trainer/sft/lr_schedule.h"
 #include "trainer/rollout/episode_runner.h"
 #include "trainer/run/ppo_trainer.h"
 #include "trainer/sft/sft_data.h"
 #include "trainer/sft/sft.h"
 #include "trainer/config/train_config.h"
 #include "rank_threads.h"
+#include "temp_dir.h"
 #include "test_util.h"
 #include "train_test_util.h"
 
@@ -76,7 +76,8 @@ std::string expert_goto_config(const std::string& root, const std::string& forma
 
 TEST_CASE("sft examples: one per assistant message, the prompt as the policy sees it, the reply and the end of turn") {
   const auto tokenizer = turnrl::agents::Tokenizer::load(turnrl::test::shared_path("tokenizers/qwen"));
-  const std::string path = "/tmp/turnrl_sft_examples.jsonl";
+  const turnrl::test::TempDir run_dir("turnrl_sft_examples");
+  const std::string path = run_dir / "examples.jsonl";
   std::ofstream(path) << R"({"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ACTION: left"},)"
                       << R"( {"role": "user", "content": "again"}, {"role": "assistant", "content": "ACTION: right"}]})" << "\n\n"
                       << R"({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": "x"}]})"
@@ -137,8 +138,8 @@ TEST_CASE("sft batches: every example once per epoch, rows of like prompt length
 }
 
 TEST_CASE("format data: training's prompts, template replies with valid actions, seeds outside evaluation") {
-  const std::string root = "/tmp/turnrl_sft_data_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_sft_data_test");
+  const std::string& root = run_dir.path();
   const TrainConfig config = TrainConfig::load(write_config("sft_data.yaml", corridor_config(root, 1)));
   turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
   const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
@@ -173,8 +174,8 @@ TEST_CASE("format data: training's prompts, template replies with valid actions,
 }
 
 TEST_CASE("format data from the expert with noise: random turns are played, not written; past replies are context") {
-  const std::string root = "/tmp/turnrl_sft_noise_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_sft_noise_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = expert_goto_config(root, "  policy: expert\n  expert_noise: 0.3\n  episodes: 100\n");
   const TrainConfig config = TrainConfig::load(write_config("sft_noise.yaml", yaml));
   turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
@@ -217,8 +218,8 @@ TEST_CASE("format data from the expert with noise: random turns are played, not 
 }
 
 TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the expert's action in the state it reached") {
-  const std::string root = "/tmp/turnrl_dagger_data_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_dagger_data_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = expert_goto_config(root, "  policy: expert\n  episodes: 100\n  dagger_rounds: 1\n  dagger_episodes: 8\n");
   const TrainConfig config = TrainConfig::load(write_config("dagger_data.yaml", yaml));
   CHECK(config.format.dagger_rounds == 1);
@@ -324,8 +325,8 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
 }
 
 TEST_CASE("a run draws its new base model with model.initializer_range and refuses a folder drawn otherwise") {
-  const std::string root = "/tmp/turnrl_initializer_range_run";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_initializer_range_run");
+  const std::string& root = run_dir.path();
   std::string yaml = corridor_config(root, 1);
   yaml.replace(yaml.find("  preset: tiny\n"), 15, "  preset: tiny\n  initializer_range: 0.125\n");
   TrainConfig config = TrainConfig::load(write_config("initializer_range.yaml", yaml));
@@ -343,8 +344,8 @@ TEST_CASE("a run draws its new base model with model.initializer_range and refus
 }
 
 TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labels fine-tune it, every round's data kept") {
-  const std::string root = "/tmp/turnrl_dagger_stage_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_dagger_stage_test");
+  const std::string& root = run_dir.path();
   const std::string yaml =
       expert_goto_config(root, "  policy: expert\n  episodes: 20\n  dagger_rounds: 2\n  dagger_episodes: 3\n  dagger_epochs: 2\n"
                                "  final_lr_schedule: cosine\n");
@@ -384,8 +385,8 @@ TEST_CASE("a format stage with DAgger rounds: the model plays, the expert's labe
 }
 
 TEST_CASE("two ranks play their shares of the format data and fine-tune as one process does on the whole batch") {
-  const std::string root = "/tmp/turnrl_sft_ranks_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_sft_ranks_test");
+  const std::string& root = run_dir.path();
   const TrainConfig config = TrainConfig::load(write_config("sft_ranks.yaml", expert_goto_config(root, "  policy: expert\n  episodes: 30\n")));
   turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
   const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
@@ -443,8 +444,8 @@ TEST_CASE("two ranks play their shares of the format data and fine-tune as one p
 }
 
 TEST_CASE("two ranks make a format stage with a DAgger round together, each playing its share") {
-  const std::string root = "/tmp/turnrl_dagger_ranks_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_dagger_ranks_test");
+  const std::string& root = run_dir.path();
   const TrainConfig config = TrainConfig::load(
       write_config("dagger_ranks.yaml", expert_goto_config(root, "  policy: expert\n  episodes: 20\n  dagger_rounds: 1\n  dagger_episodes: 4\n")));
   turnrl::test::run_as_ranks(2, [&](const std::shared_ptr<ProcessGroup>& group) {
@@ -474,12 +475,8 @@ TEST_CASE("two ranks make a format stage with a DAgger round together, each play
 }
 
 TEST_CASE("a cosine schedule takes the supervised rate from lr down to 0 over the run") {
-  CHECK(scheduled_lr(LrSchedule::kConstant, 1e-3, 7, 10) == 1e-3);
-  CHECK(scheduled_lr(LrSchedule::kCosine, 1e-3, 0, 10) == doctest::Approx(1e-3));
-  CHECK(scheduled_lr(LrSchedule::kCosine, 1e-3, 5, 10) == doctest::Approx(5e-4));
-  CHECK(scheduled_lr(LrSchedule::kCosine, 1e-3, 9, 10) < 3e-5);
-  const std::string root = "/tmp/turnrl_sft_schedule_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_sft_schedule_test");
+  const std::string& root = run_dir.path();
   turnrl::agents::write_new_model("tiny", root + "/base", 0, "");
   {
     std::ofstream data(root + "/data.jsonl");
@@ -521,8 +518,8 @@ TEST_CASE("the tiny preset learns replies that depend on action words in the obs
   // the input embeddings, fine-tuning on replies makes their rows nearly parallel: the model cannot
   // learn this rule (it prefers one action for all 8 observations), and PPO after a format stage
   // cannot learn the corridor (the next test).
-  const std::string root = "/tmp/turnrl_reads_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_reads_test");
+  const std::string& root = run_dir.path();
   turnrl::agents::write_new_model("tiny", root + "/base", 0, "");
   const std::vector<std::string> actions = {"go left", "go right", "wait"};
   auto observation = [](int distance, bool left) {
@@ -573,8 +570,8 @@ TEST_CASE("the tiny preset learns replies that depend on action words in the obs
 }
 
 TEST_CASE("training learns: after the format stage, PPO solves the corridor with multi-token free-form replies") {
-  const std::string root = "/tmp/turnrl_learning_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_learning_test");
+  const std::string& root = run_dir.path();
   const std::string config_path = write_config("learning.yaml", corridor_config(root, 15));
   PpoTrainer(TrainConfig::load(config_path), "").train();
   // The stage made its model once, with a falling loss, and the run started from it.

@@ -16,6 +16,7 @@
 #include "agents/model/model_presets.h"
 #include "agents/model/new_model.h"
 #include "agents/model/qwen2_model.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 using namespace turnrl::agents;
@@ -333,8 +334,8 @@ TEST_CASE("scoring matches the forward pass and sampling is seeded") {
 }
 
 TEST_CASE("a missing or misshapen tensor is named") {
-  const std::string dir = "/tmp/turnrl_bad_model";
-  std::filesystem::remove_all(dir);
+  const turnrl::test::TempDir run_dir("turnrl_bad_model");
+  const std::string dir = run_dir / "model";
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(folder("tiny-qwen2-untied") + "/config.json", dir + "/config.json");
   auto tensors = load_qwen2(folder("tiny-qwen2-untied"), false, torch::kCPU)->weights_to_write();
@@ -355,8 +356,8 @@ TEST_CASE("a missing or misshapen tensor is named") {
 }
 
 TEST_CASE("the tiny preset encodes BabyAI prompts without unknown words") {
-  const std::string dir = "/tmp/turnrl_tiny_preset";
-  std::filesystem::remove_all(dir);
+  const turnrl::test::TempDir run_dir("turnrl_tiny_preset");
+  const std::string dir = run_dir / "model";
   write_new_model("tiny", dir, 1, "");
   auto lm = LanguageModel::load(dir);
   const Tokenizer& tok = lm->tokenizer();
@@ -380,8 +381,8 @@ TEST_CASE("the tiny-deep and tiny-wide presets are the tiny one deeper or wider,
   CHECK(wide.hidden_size == 2 * tiny.hidden_size);
   CHECK(wide.intermediate_size == 2 * tiny.intermediate_size);
   CHECK(wide.vocab_size == tiny.vocab_size);
-  const std::string dir = "/tmp/turnrl_tiny_deep_preset";
-  std::filesystem::remove_all(dir);
+  const turnrl::test::TempDir run_dir("turnrl_tiny_deep_preset");
+  const std::string dir = run_dir / "model";
   write_new_model("tiny-deep", dir, 1, "");
   write_new_model("tiny", dir + "/shallow", 1, "");
   CHECK(ModelConfig::load(dir + "/config.json").num_hidden_layers == 4);
@@ -396,8 +397,8 @@ TEST_CASE("the tiny-deep and tiny-wide presets are the tiny one deeper or wider,
 }
 
 TEST_CASE("a new model draws its weights with the initializer range its config.json records") {
-  const std::string dir = "/tmp/turnrl_initializer_range";
-  std::filesystem::remove_all(dir);
+  const turnrl::test::TempDir run_dir("turnrl_initializer_range");
+  const std::string dir = run_dir / "model";
   write_new_model("tiny", dir + "/default", 1, "");
   write_new_model("tiny", dir + "/wide_init", 1, "", 0.125);
   for (const auto& [name, range] : {std::pair{"default", 0.02}, std::pair{"wide_init", 0.125}}) {
@@ -421,8 +422,8 @@ TEST_CASE("a new model draws its weights with the initializer range its config.j
 
 TEST_CASE("save and reload round-trips the weights") {
   auto lm = LanguageModel::load(folder("tiny-qwen2-tied"));
-  const std::string dir = "/tmp/turnrl_saved_tiny";
-  std::filesystem::remove_all(dir);
+  const turnrl::test::TempDir run_dir("turnrl_saved_tiny");
+  const std::string dir = run_dir / "model";
   lm->save(dir);
   auto again = LanguageModel::load(dir);
   SamplingParams params;
@@ -434,8 +435,8 @@ TEST_CASE("save and reload round-trips the weights") {
 
 TEST_CASE("a sharded folder (index + shards) loads the same weights; a missing shard is named") {
   auto lm = LanguageModel::load(folder("tiny-qwen2-tied"));
-  const std::string dir = "/tmp/turnrl_sharded_tiny";
-  std::filesystem::remove_all(dir);
+  const turnrl::test::TempDir run_dir("turnrl_sharded_tiny");
+  const std::string dir = run_dir / "model";
   lm->save(dir);
   {
     const SafetensorsFile whole = SafetensorsFile::load(dir + "/model.safetensors");
@@ -464,7 +465,8 @@ TEST_CASE("a sharded folder (index + shards) loads the same weights; a missing s
 }
 
 TEST_CASE("a model whose weights hold NaN or Inf is refused at load, naming the file and tensor") {
-  const std::string dir = "/tmp/turnrl_nan_tiny";
+  const turnrl::test::TempDir run_dir("turnrl_nan_tiny");
+  const std::string dir = run_dir / "model";
   for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
     std::filesystem::remove_all(dir);
     Qwen2Model model = load_qwen2(folder("tiny-qwen2-tied"), false, torch::kCPU);

@@ -8,7 +8,7 @@
 #include <future>
 #include <mutex>
 
-#include "tools/stub_http_server.h"
+#include "tools/serve/stub_http_server.h"
 #include "trainer/rewards/http_scorer.h"
 #include "trainer/rewards/reward_stage.h"
 #include "trainer/rewards/reward_stream.h"
@@ -186,10 +186,10 @@ ScoringSample episode_sample() {
 
 TEST_CASE("http scorer: the request names the sample's turns; a number goes on the last token, a list is per token") {
   nlohmann::json seen;
-  tools::StubHttpServer server([&](int, const std::string& target, const nlohmann::json& request) {
+  serve::StubHttpServer server([&](int, const std::string& target, const nlohmann::json& request) {
     CHECK(target == "/score");
     seen = request;
-    return tools::StubReply{200, {{"scores", {0.25, {0.5, 0.0, -1.0}}}}, 0};
+    return serve::StubReply{200, {{"scores", {0.25, {0.5, 0.0, -1.0}}}}, 0};
   });
   trainer::HttpScorer scorer(scorer_config(server.url("/score")));
   const ScoringSample sample = episode_sample();
@@ -207,10 +207,10 @@ TEST_CASE("http scorer: the request names the sample's turns; a number goes on t
 }
 
 TEST_CASE("http scorer: retries after a 503 and after a timeout") {
-  tools::StubHttpServer server([](int index, const std::string&, const nlohmann::json&) {
-    if (index == 0) return tools::StubReply{503, {}, 0};
-    if (index == 1) return tools::StubReply{200, {{"scores", {1, 2}}}, 1500};  // past the 0.5 s timeout
-    return tools::StubReply{200, {{"scores", {3, 4}}}, 0};
+  serve::StubHttpServer server([](int index, const std::string&, const nlohmann::json&) {
+    if (index == 0) return serve::StubReply{503, {}, 0};
+    if (index == 1) return serve::StubReply{200, {{"scores", {1, 2}}}, 1500};  // past the 0.5 s timeout
+    return serve::StubReply{200, {{"scores", {3, 4}}}, 0};
   });
   trainer::HttpScorer scorer(scorer_config(server.url("/score")));
   const ScoringSample sample = episode_sample();
@@ -219,10 +219,10 @@ TEST_CASE("http scorer: retries after a 503 and after a timeout") {
 }
 
 TEST_CASE("http scorer: a reply that does not fit, a 400 and an unreachable scorer fail with the URL") {
-  tools::StubHttpServer server([](int index, const std::string&, const nlohmann::json&) {
-    if (index == 0) return tools::StubReply{200, {{"scores", {1}}}, 0};  // one score for two turns
-    if (index == 1) return tools::StubReply{200, {{"scores", {1, {1, 2}}}}, 0};  // two scores for three tokens
-    return tools::StubReply{400, {{"error", "bad sample"}}, 0};
+  serve::StubHttpServer server([](int index, const std::string&, const nlohmann::json&) {
+    if (index == 0) return serve::StubReply{200, {{"scores", {1}}}, 0};  // one score for two turns
+    if (index == 1) return serve::StubReply{200, {{"scores", {1, {1, 2}}}}, 0};  // two scores for three tokens
+    return serve::StubReply{400, {{"error", "bad sample"}}, 0};
   });
   trainer::HttpScorer scorer(scorer_config(server.url("/score")));
   const ScoringSample sample = episode_sample();
@@ -232,7 +232,7 @@ TEST_CASE("http scorer: a reply that does not fit, a 400 and an unreachable scor
   CHECK(server.requests() == 3);  // none of these is retried
   unsigned short port;
   {
-    tools::StubHttpServer closed([](int, const std::string&, const nlohmann::json&) { return tools::StubReply{}; });
+    serve::StubHttpServer closed([](int, const std::string&, const nlohmann::json&) { return serve::StubReply{}; });
     port = closed.port();
   }
   trainer::HttpScorer unreachable(scorer_config("http://127.0.0.1:" + std::to_string(port) + "/score"));
@@ -241,10 +241,10 @@ TEST_CASE("http scorer: a reply that does not fit, a 400 and an unreachable scor
 }
 
 TEST_CASE("http scorer through a stream: samples in flight at once up to the concurrency") {
-  tools::StubHttpServer server([](int, const std::string&, const nlohmann::json& request) {
+  serve::StubHttpServer server([](int, const std::string&, const nlohmann::json& request) {
     nlohmann::json scores = nlohmann::json::array();
     for (const auto& turn : request["turns"]) scores.push_back(turn["env_reward"]);
-    return tools::StubReply{200, {{"scores", scores}}, 100};
+    return serve::StubReply{200, {{"scores", scores}}, 100};
   });
   trainer::HttpScorerConfig config = scorer_config(server.url("/score"));
   config.concurrency = 3;

@@ -18,7 +18,7 @@
 #include "envs/expert.h"
 #include "envs/registry.h"
 #include "rollout_test_env.h"
-#include "tools/openai_stub_server.h"
+#include "tools/serve/openai_stub_server.h"
 #include "trainer/rollout/env_slot.h"
 #include "trainer/rollout/episode_runner.h"
 #include "trainer/rollout/progress_line.h"
@@ -257,9 +257,9 @@ TEST_CASE("a failed request ends its slot's episode with the default action, log
 }
 
 TEST_CASE("an HTTP request that times out ends its slot's episode; the other slots go on") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json& request) {
+  serve::OpenAiStubServer server([](int, const nlohmann::json& request) {
     const uint64_t seed = request["seed"];
-    return tools::ChatStubReply{200, seed % 4 == 0 ? "<action>finish</action>" : "<action>wait</action>", seed % 9 == 0 ? 1500 : 5};
+    return serve::ChatStubReply{200, seed % 4 == 0 ? "<action>finish</action>" : "<action>wait</action>", seed % 9 == 0 ? 1500 : 5};
   });
   agents::HttpAgentConfig http;
   http.base_url = server.base_url();
@@ -579,7 +579,7 @@ TEST_CASE("progress line: episodes, turns, rate and ETA") {
 }
 
 TEST_CASE("episode runner: the progress line comes on a timer while replies are awaited") {
-  tools::OpenAiStubServer server([](int, const nlohmann::json&) { return tools::ChatStubReply{200, "turn left", 150}; });
+  serve::OpenAiStubServer server([](int, const nlohmann::json&) { return serve::ChatStubReply{200, "turn left", 150}; });
   agents::HttpAgentConfig http;
   http.base_url = server.base_url();
   agents::HttpAgent agent(http);

@@ -2,23 +2,26 @@
 // or an out-of-bounds read (this test also runs in the ASan/UBSan build).
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "agents/model/model_config.h"
 #include "agents/model/safetensors.h"
+#include "temp_dir.h"
 
 using namespace turnrl::agents;
 
 namespace {
 
-const std::string kDir = "/tmp/turnrl_safetensors_test";
+/** This process's scratch folder for the files the cases write. */
+const std::string& scratch() {
+  static const turnrl::test::TempDir dir("turnrl_safetensors");
+  return dir.path();
+}
 
 std::string write_raw(const std::string& name, const std::string& header, size_t data_bytes, int64_t claimed_len = -1) {
-  std::filesystem::create_directories(kDir);
-  const std::string path = kDir + "/" + name;
+  const std::string path = scratch() + "/" + name;
   std::ofstream out(path, std::ios::binary);
   const uint64_t len = claimed_len >= 0 ? static_cast<uint64_t>(claimed_len) : header.size();
   for (int i = 0; i < 8; ++i) out.put(static_cast<char>((len >> (8 * i)) & 0xFF));
@@ -42,8 +45,7 @@ void expect_error(const std::string& path, const std::string& fragment) {
 TEST_CASE("a written file reads back") {
   TensorToWrite t{"w", DType::kF32, {2, 3}, std::vector<uint8_t>(24, 1)};
   TensorToWrite b{"b", DType::kBF16, {3}, std::vector<uint8_t>(6, 2)};
-  const std::string path = kDir + "/ok.safetensors";
-  std::filesystem::create_directories(kDir);
+  const std::string path = scratch() + "/ok.safetensors";
   write_safetensors(path, {t, b});
   const SafetensorsFile file = SafetensorsFile::load(path);
   CHECK(file.at("w").shape == std::vector<int64_t>{2, 3});
@@ -67,14 +69,12 @@ TEST_CASE("malformed files give clear errors") {
   expect_error(write_raw("zero_then_huge.safetensors", R"({"w":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})", 0),
                "too large");
   expect_error(write_raw("entry.safetensors", R"({"w":5})", 0), "malformed entry");
-  std::filesystem::create_directories(kDir);
-  { std::ofstream(kDir + "/tiny.safetensors") << "abc"; }
-  expect_error(kDir + "/tiny.safetensors", "truncated");
+  { std::ofstream(scratch() + "/tiny.safetensors") << "abc"; }
+  expect_error(scratch() + "/tiny.safetensors", "truncated");
 }
 
 TEST_CASE("model config validation names the file and field") {
-  std::filesystem::create_directories(kDir);
-  const std::string path = kDir + "/config.json";
+  const std::string path = scratch() + "/config.json";
   { std::ofstream(path) << R"({"vocab_size": 10, "hidden_size": 8})"; }
   CHECK_THROWS_WITH_AS(ModelConfig::load(path), doctest::Contains("intermediate_size"), std::runtime_error);
   { std::ofstream(path) << R"({"vocab_size": 10, "hidden_size": 8, "intermediate_size": 4, "num_hidden_layers": 1, "num_attention_heads": 3})"; }

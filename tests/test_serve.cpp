@@ -10,8 +10,6 @@
 #include <sstream>
 #include <tuple>
 
-#include <unistd.h>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -22,6 +20,7 @@
 #include "agents/http_agent.h"
 #include "agents/llm_agent.h"
 #include "server_process.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 using namespace turnrl;
@@ -33,8 +32,7 @@ namespace http = boost::beast::http;
 
 /** A tiny preset model folder and `turnrl serve` on it, shared by the test cases of this process. */
 struct Served {
-  Served() : dir(std::filesystem::temp_directory_path() / ("turnrl_test_serve_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(dir);
+  Served() {
     const auto created = test::run_turnrl("new-model --preset tiny --seed 3 --out " + model_dir());
     REQUIRE_MESSAGE(created.exit_code == 0, created.output);
     server.emplace(test::ServerProcess::Command{"serve --model " + model_dir() + " --port 0 --max-batch 4"});
@@ -42,10 +40,9 @@ struct Served {
     port = std::stoi(base_url.substr(base_url.rfind(':') + 1));
     model = agents::LanguageModel::load(model_dir());
   }
-  ~Served() { std::filesystem::remove_all(dir); }
-  std::string model_dir() const { return (dir / "tiny").string(); }
+  std::string model_dir() const { return dir / "tiny"; }
 
-  std::filesystem::path dir;
+  test::TempDir dir{"turnrl_serve"};
   std::optional<test::ServerProcess> server;
   std::string base_url;  // http://127.0.0.1:PORT/v1
   int port = 0;
@@ -346,7 +343,7 @@ TEST_CASE("serve: the project's HTTP agent gets the in-process LLM agent's repli
 TEST_CASE("serve: an eval sweep through the HTTP agent plays the in-process agent's episodes, sampled and greedy") {
   Served& s = served();
   const std::filesystem::path out = s.dir / "eval";
-  const std::string config = (s.dir / "sweep.yaml").string();
+  const std::string config = s.dir / "sweep.yaml";
   std::ofstream(config) << "output_dir: " << out.string() << "\n"
                         << "env:\n  id: [babyai/goto, babyai/pickup]\nepisodes_per_task: 3\nseed: 11\nparallel_episodes: 4\n"
                         << "turn: {max_turns: 5, history: 2}\n"

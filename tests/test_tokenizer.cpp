@@ -1,7 +1,6 @@
 // The Qwen tokenizer against 400 golden encodings from an independent implementation.
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +8,7 @@
 #include <utf8proc.h>
 
 #include "agents/model/tokenizer.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 using turnrl::agents::Tokenizer;
@@ -101,16 +101,10 @@ TEST_CASE("special tokens, chat format, stop ids and streaming decode") {
 }
 
 TEST_CASE("malformed tokenizer folders give errors naming the file") {
-  CHECK_THROWS_WITH_AS(Tokenizer::load("/tmp/no-such-tokenizer"), doctest::Contains("tokenizer.json"), std::runtime_error);
-  std::filesystem::create_directories("/tmp/turnrl_bad_tokenizer");
-  {
-    std::ofstream out("/tmp/turnrl_bad_tokenizer/tokenizer.json");
-    out << "{\"model\": {\"type\": \"Unigram\", \"vocab\": {}}}";
-  }
-  CHECK_THROWS_WITH_AS(Tokenizer::load("/tmp/turnrl_bad_tokenizer"), doctest::Contains("Unigram"), std::runtime_error);
-  {
-    std::ofstream out("/tmp/turnrl_bad_tokenizer/tokenizer.json");
-    out << "{\"model\": ";
-  }
-  CHECK_THROWS_WITH_AS(Tokenizer::load("/tmp/turnrl_bad_tokenizer"), doctest::Contains("invalid JSON"), std::runtime_error);
+  const turnrl::test::TempDir dir("turnrl_bad_tokenizer");
+  CHECK_THROWS_WITH_AS(Tokenizer::load(dir / "no-such-tokenizer"), doctest::Contains("tokenizer.json"), std::runtime_error);
+  std::ofstream(dir / "tokenizer.json") << "{\"model\": {\"type\": \"Unigram\", \"vocab\": {}}}";
+  CHECK_THROWS_WITH_AS(Tokenizer::load(dir.path()), doctest::Contains("Unigram"), std::runtime_error);
+  std::ofstream(dir / "tokenizer.json") << "{\"model\": ";
+  CHECK_THROWS_WITH_AS(Tokenizer::load(dir.path()), doctest::Contains("invalid JSON"), std::runtime_error);
 }

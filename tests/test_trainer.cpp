@@ -1,4 +1,5 @@
-// Advantage estimators and PPO losses against hand-computed tables; config validation.
+// PPO losses against hand-computed tables, the trainer's update, and training runs (resume, evaluation,
+// layouts, group estimators, reward managers). The estimators' maths: test_algo; configs: test_train_config.
 #include "torch_doctest.h"
 
 #include <filesystem>
@@ -21,131 +22,15 @@
 #include "envs/registry.h"
 #include "agents/model/tokenizer.h"
 #include "trainer/config/train_config.h"
+#include "temp_dir.h"
 #include "test_util.h"
 #include "train_test_util.h"
-#include "tools/stub_http_server.h"
+#include "tools/serve/stub_http_server.h"
 
 using namespace turnrl::trainer;
 using turnrl::test::metrics_of_type;
 using turnrl::test::read_json;
 using turnrl::test::write_config;
-
-TEST_CASE("dual-discount GAE reproduces the worked example of verlog.md 6.3") {
-  std::vector<TurnSignals> turns(3);
-  turns[0] = {{0.50f, 0.55f, 0.60f}, {0, 0, 0}, false};
-  turns[1] = {{0.70f, 0.75f, 0.80f}, {0, 1, 0}, true};
-  turns[2] = {{0.30f, 0.35f, 0.40f}, {0, 0, 0}, false};
-  const auto out = dual_discount_gae(turns, 0.45f, GaeParams{0.99, 0.95, 1.0, 1.0});
-  const std::vector<std::vector<float>> advantages = {{0.47515f, 0.42515f, 0.37515f}, {0.30f, 0.25f, -0.80f}, {0.1455f, 0.0955f, 0.0455f}};
-  const std::vector<std::vector<float>> returns = {{0.97515f, 0.97515f, 0.97515f}, {1.0f, 1.0f, 0.0f}, {0.4455f, 0.4455f, 0.4455f}};
-  for (int t = 0; t < 3; ++t) {
-    for (int k = 0; k < 3; ++k) {
-      CHECK(out[t].advantages[k] == doctest::Approx(advantages[t][k]).epsilon(1e-5));
-      CHECK(out[t].returns[k] == doctest::Approx(returns[t][k]).epsilon(1e-5));
-    }
-  }
-  // The actor's positions (k = 0, 1 of each turn), whitened: the spec's table.
-  std::vector<float> actor = {out[0].advantages[0], out[0].advantages[1], out[1].advantages[0],
-                              out[1].advantages[1], out[2].advantages[0], out[2].advantages[1]};
-  std::vector<float*> entries;
-  for (float& x : actor) entries.push_back(&x);
-  whiten(entries);
-  const std::vector<float> whitened = {1.288f, 0.955f, 0.121f, -0.213f, -0.909f, -1.242f};
-  for (size_t i = 0; i < actor.size(); ++i) CHECK(actor[i] == doctest::Approx(whitened[i]).epsilon(2e-3));
-}
-
-TEST_CASE("GAE with token discounting and without bootstrap") {
-  // One turn, two response tokens, token gamma 0.5, reward 1 on the last token, episode ends.
-  const auto out = dual_discount_gae({{{0.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}, true}}, std::nullopt, GaeParams{0.99, 0.95, 0.5, 1.0});
-  // k=2: delta = 0 (terminal) -> 0; k=1: delta = 1 + 0.5*0 - 0 = 1, A = 1 + 0.5*1*0 = 1; k=0: A = 0 + 0.5*1 = 0.5
-  CHECK(out[0].advantages == std::vector<float>{0.5f, 1.0f, 0.0f});
-  // A bootstrap value is ignored after a done turn.
-  const auto same = dual_discount_gae({{{0.0f, 0.0f, 0.0f}, {0.0f, 1.0f, 0.0f}, true}}, 5.0f, GaeParams{0.99, 0.95, 0.5, 1.0});
-  CHECK(same[0].advantages == out[0].advantages);
-  CHECK_THROWS_AS(dual_discount_gae({{{0.0f}, {0.0f, 1.0f}, false}}, std::nullopt, GaeParams{}), std::invalid_argument);
-}
-
-TEST_CASE("group estimators on four samples of lengths 3, 2, 4, 3") {
-  const TokenRewards rewards = {{0.1f, 0.2f, 0.9f}, {0.0f, 0.3f}, {0.2f, 0.1f, 0.0f, 0.4f}, {0.5f, 0.1f, 0.3f}};
-  // Pooled token mean: 3.1 / 12 = 0.258; per-sample means 0.4, 0.15, 0.175, 0.3: the leave-one-out
-  // baseline of sample 1 is (0.15 + 0.175 + 0.3) / 3 = 0.2083; of sample 2 it is 0.2917.
-  const TokenRewards tg = token_grpo(rewards);
-  double pooled = 0;
-  int count = 0;
-  for (const auto& row : rewards) {
-    for (float x : row) {
-      pooled += x;
-      ++count;
-    }
-  }
-  CHECK(pooled / count == doctest::Approx(0.2583).epsilon(1e-3));
-  // Token GRPO: normalised tokens summed from the end; the last token of sample 1 is (0.9 - 0.258)/std.
-  double var = 0;
-  for (const auto& row : rewards) {
-    for (float x : row) var += (x - pooled / count) * (x - pooled / count);
-  }
-  const double std = std::sqrt(var / (count - 1));
-  CHECK(tg[0][2] == doctest::Approx((0.9 - pooled / count) / std).epsilon(1e-4));
-  CHECK(tg[0][0] == doctest::Approx(((0.1 + 0.2 + 0.9) - 3 * pooled / count) / std).epsilon(1e-4));
-
-  const TokenRewards loo = rloo(rewards);
-  const double baseline0 = (0.15 + 0.175 + 0.3) / 3.0;
-  CHECK(loo[0][2] == doctest::Approx(0.9 - baseline0).epsilon(1e-5));
-  CHECK(loo[0][0] == doctest::Approx(1.2 - 3 * baseline0).epsilon(1e-5));
-  const double baseline1 = (0.4 + 0.175 + 0.3) / 3.0;
-  CHECK(loo[1][0] == doctest::Approx(0.3 - 2 * baseline1).epsilon(1e-5));
-
-  const TokenRewards g = grpo(rewards);
-  CHECK(g[0][0] == g[0][2]);  // one scalar per sample
-  CHECK(g[0][0] > 0);         // sample 0 has the largest total (1.2)
-  CHECK(g[1][0] < 0);
-
-  const TokenRewards rpp = reinforce_plus_plus({{0.0f, 1.0f}, {1.0f, 0.0f}}, 0.5);
-  // returns: [0.5, 1], [1, 0] -> whitened over the four values (mean 0.625)
-  CHECK(rpp[0][1] == doctest::Approx(rpp[1][0]));
-  CHECK(rpp[1][1] < rpp[0][0]);
-}
-
-TEST_CASE("estimators over episode segments: groups by start state, lone samples get zero") {
-  // Samples 0 and 2 share a start state, 1 has no partner in the batch. Outcome rewards only.
-  const SampleRewards samples = {{{0.0f, 1.0f}, {0.5f}, {0.0f, 0.0f, -1.0f}}, {{0, 0}, {0}, {0, 0, 0}}, {{0, 0}, {0}, {0, 0, 0}}};
-  const std::vector<uint64_t> keys = {7, 9, 7};
-  // GRPO: totals 1 and -1 -> mean 0, std sqrt(2): +-0.7071 on every token; the lone sample 0.
-  const TokenRewards g = sample_advantages(Estimator::kGrpo, samples, keys, 1.0);
-  REQUIRE(g[0].size() == 2u);
-  CHECK(g[0][0] == doctest::Approx(0.70711).epsilon(1e-4));
-  CHECK(g[0][1] == doctest::Approx(0.70711).epsilon(1e-4));
-  CHECK(g[1] == std::vector<float>{0.0f});
-  CHECK(g[2][0] == doctest::Approx(-0.70711).epsilon(1e-4));
-  // RLOO: sample means 0.5 and -1/3; baselines -1/3 and 0.5; reverse cumulative sums.
-  const TokenRewards r = sample_advantages(Estimator::kRloo, samples, keys, 1.0);
-  CHECK(r[0][1] == doctest::Approx(1.0 + 1.0 / 3));
-  CHECK(r[0][0] == doctest::Approx(1.0 / 3 + 1.0 + 1.0 / 3));
-  CHECK(r[2][2] == doctest::Approx(-1.5));
-  CHECK(r[2][0] == doctest::Approx(-0.5 - 0.5 - 1.5));
-  // REINFORCE++ ignores the groups: discounted returns (gamma 0.5) whitened over all six tokens.
-  const TokenRewards p = sample_advantages(Estimator::kReinforcePlusPlus, samples, keys, 0.5);
-  // Returns 0.5 1 | 0.5 | -0.25 -0.5 -1: mean 0.04167, unbiased std 0.74861.
-  const TokenRewards returns = {{0.5f, 1.0f}, {0.5f}, {-0.25f, -0.5f, -1.0f}};
-  for (size_t i = 0; i < p.size(); ++i) {
-    for (size_t k = 0; k < p[i].size(); ++k) CHECK(p[i][k] == doctest::Approx((returns[i][k] - 0.041667) / 0.74861).epsilon(1e-3));
-  }
-  // Outcome and process rewards normalised separately, then summed; the KL penalty added raw as its sum to go.
-  SampleRewards both = samples;
-  both.process = {{0.2f, 0.0f}, {0.0f}, {0.0f, 0.6f, 0.0f}};  // totals 0.2 and 0.6: GRPO gives -+0.7071
-  both.penalty = {{-0.01f, -0.02f}, {0.0f}, {0.0f, 0.0f, 0.0f}};
-  const TokenRewards split = sample_advantages(Estimator::kGrpo, both, keys, 1.0);
-  CHECK(split[0][0] == doctest::Approx(0.70711 - 0.70711 - 0.03).epsilon(1e-4));
-  CHECK(split[0][1] == doctest::Approx(0.70711 - 0.70711 - 0.02).epsilon(1e-4));
-  CHECK(split[2][1] == doctest::Approx(-0.70711 + 0.70711).epsilon(1e-4));
-  SampleRewards ragged = samples;
-  ragged.penalty[1].push_back(0.0f);
-  CHECK_THROWS_AS(sample_advantages(Estimator::kGrpo, ragged, keys, 1.0), std::invalid_argument);
-  CHECK(uses_groups(parse_estimator("token_grpo")));
-  CHECK_FALSE(uses_groups(parse_estimator("reinforce++")));
-  CHECK_THROWS_AS(parse_estimator("ppo"), std::invalid_argument);
-  CHECK_THROWS_AS(sample_advantages(Estimator::kGae, samples, keys, 1.0), std::invalid_argument);
-}
 
 TEST_CASE("clipped policy loss, dual clip and the clipped value loss") {
   const torch::Tensor mask = torch::tensor({1, 1, 1, 0}, torch::kBool).view({1, 4});
@@ -203,8 +88,8 @@ void init_actor_only_learner(LearnerState& learner, const std::string& dir) {
 }  // namespace
 
 TEST_CASE("the trainer's update clips the actor's gradient norm") {
-  const std::string dir = "/tmp/turnrl_clip_test/model";
-  std::filesystem::remove_all("/tmp/turnrl_clip_test");
+  const turnrl::test::TempDir run_dir("turnrl_clip_test");
+  const std::string dir = run_dir / "model";
   turnrl::agents::write_new_model("tiny", dir, 3, "");
   for (const double max_norm : {1e-3, 1e6}) {
     LearnerState learner;
@@ -242,8 +127,8 @@ TEST_CASE("the trainer's update clips the actor's gradient norm") {
 }
 
 TEST_CASE("the anchor term keeps a token that negative advantages push out") {
-  const std::string dir = "/tmp/turnrl_anchor_test/model";
-  std::filesystem::remove_all("/tmp/turnrl_anchor_test");
+  const turnrl::test::TempDir run_dir("turnrl_anchor_test");
+  const std::string dir = run_dir / "model";
   turnrl::agents::write_new_model("tiny", dir, 3, "");
   const std::vector<int32_t> prompt = {5, 6, 7};
   const std::vector<int32_t> response = {8};
@@ -289,8 +174,8 @@ TEST_CASE("the anchor term keeps a token that negative advantages push out") {
 }
 
 TEST_CASE("length-grouped mini-batches pad less and still train on every row") {
-  const std::string dir = "/tmp/turnrl_group_test/model";
-  std::filesystem::remove_all("/tmp/turnrl_group_test");
+  const turnrl::test::TempDir run_dir("turnrl_group_test");
+  const std::string dir = run_dir / "model";
   turnrl::agents::write_new_model("tiny", dir, 3, "");
   std::map<bool, double> padding;
   for (const bool grouped : {false, true}) {
@@ -323,76 +208,12 @@ TEST_CASE("length-grouped mini-batches pad less and still train on every row") {
   CHECK(padding[false] > 0.2);
 }
 
-TEST_CASE("configs validate every key and name the file and line") {
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(TURNRL_SOURCE_DIR) + "/configs")) {
-    if (entry.path().filename().string().rfind("eval", 0) == 0) continue;  // eval sweeps have their own schema
-    INFO(entry.path().string());
-    CHECK_NOTHROW(TrainConfig::load(entry.path().string()));
-  }
-  const std::string base = "model:\n  path: /tmp/x\n";
-  auto fails_with = [&](const std::string& name, const std::string& text, const std::string& message) {
-    INFO(name << ": " << message);
-    CHECK_THROWS_WITH_AS(TrainConfig::load(write_config(name, text)), doctest::Contains(message.c_str()), std::invalid_argument);
-  };
-  fails_with("a.yaml", base + "env:\n  n_env: 4\n  e_lenn: 3\n", "a.yaml:5: env.e_lenn: unknown key");
-  fails_with("b.yaml", base + "env:\n  e_len: 0\n", "b.yaml:4: env.e_len: must be > 0");
-  fails_with("c.yaml", base + "ppo:\n  clip: lots\n", "c.yaml:4: ppo.clip: has the wrong type");
-  fails_with("d.yaml", "model:\n  device: cpu\n", "model.path: is required");
-  fails_with("e.yaml", base + "trainer:\n  x: 1\n", "e.yaml:3: trainer: unknown key");
-  fails_with("f.yaml", base + "turn:\n  layout: fancy\n", "f.yaml:4: turn.layout: must be balrog, verlog or compact");
-  fails_with("f2.yaml", base + "turn:\n  history: -1\n", "f2.yaml:4: turn.history: must be >= 0");
-  fails_with("f3.yaml", base + "turn:\n  prompt_format: compact\n", "f3.yaml:4: turn.prompt_format: unknown key");
-  CHECK_THROWS_AS(TrainConfig::load("/tmp/turnrl_configs/missing.yaml"), std::invalid_argument);
-  fails_with("h.yaml", base + "env:\n  id: babyai/gotoo\n", "h.yaml:4: env.id: names an unknown environment 'babyai/gotoo'");
-  fails_with("i.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 1\n", "i.yaml:5: env.n_env: must be at least the number of tasks");
-  fails_with("j.yaml", base + "env:\n  id: []\n", "env.id: must not be an empty list");
-  fails_with("m.yaml", base + "ppo:\n  estimator: rloo\n", "m.yaml:4: ppo.estimator: 'rloo' compares episodes of one start state");
-  fails_with("n.yaml", base + "env:\n  n_env: 6\n  group_size: 4\n", "n.yaml:5: env.group_size: must divide env.n_env");
-  fails_with("o.yaml", base + "ppo:\n  estimator: a2c\n", "ppo.estimator: must be gae, reinforce++");
-  // Values that cannot be honoured are errors, not silent fixes.
-  fails_with("p.yaml", base + "env:\n  n_env: 4\n  e_len: 2\nppo:\n  minibatch: 9\n", "p.yaml:7: ppo.minibatch: must be at most the batch");
-  fails_with("q.yaml", base + "run:\n  seed: -3\n", "q.yaml:4: run.seed: must be >= 0, got -3");
-  fails_with("r.yaml", base + "run:\n  eval_seed: -1\n", "run.eval_seed: must be >= 0");
-  fails_with("r2.yaml", base + "run:\n  eval_decoding: beam\n", "r2.yaml:4: run.eval_decoding: must be greedy or sampled");
-  fails_with("r3.yaml", base + "run:\n  eval_episodes: 0\n  keep_best: true\n", "r3.yaml:5: run.keep_best: needs evaluations");
-  fails_with("r4.yaml", base + "run:\n  keep_best: true\n  eval_seed: 100000\n  final_eval_seed: 100100\n",
-             "r4.yaml:6: run.final_eval_seed: final evaluation seeds 100100..100299 overlap the periodic evaluation seeds 100000..100199");
-  fails_with("r5.yaml", base + "run:\n  keep_best: true\n  final_eval_seed: 1000100\n",
-             "r5.yaml:5: run.final_eval_seed: final evaluation seeds 1000100..1000299 overlap the training seeds from 1000000");
-  // The final evaluation's block is as long as final_eval_episodes says, so that length decides overlap.
-  fails_with("r6.yaml", base + "run:\n  keep_best: true\n  final_eval_seed: 99900\n  final_eval_episodes: 150\n",
-             "r6.yaml:5: run.final_eval_seed: final evaluation seeds 99900..100049 overlap the periodic evaluation seeds 100000..100199");
-  fails_with("r7.yaml", base + "run:\n  final_eval_episodes: -4\n", "r7.yaml:4: run.final_eval_episodes: must be >= 0");
-  fails_with("s.yaml", base + "run:\n  seed: 1\n  seed: 2\n", "s.yaml:5: seed: duplicate key");
-  fails_with("t.yaml", base + "model:\n  threads: 2\n", "t.yaml:3: model: duplicate key");
-  fails_with("t2.yaml", "model:\n  path: /tmp/x\n  preset: tiny\n  initializer_range: -0.1\n", "t2.yaml:4: model.initializer_range: must be >= 0");
-  fails_with("t3.yaml", base + "  initializer_range: 0.125\n", "t3.yaml:3: model.initializer_range: needs model.preset");
-  // Found with tests/fuzz/fuzz_config: the product of tasks and group size overflowed an int (UB).
-  fails_with("v.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 8\n  group_size: 2000000000\n",
-             "v.yaml:5: env.n_env: must be at least the number of tasks");
-  // Found with tests/fuzz/fuzz_config: an option name that is not UTF-8 made to_yaml() throw a json::type_error.
-  fails_with("u.yaml", base + "env:\n  options: {n\xf9m: 2}\n", "u.yaml:4: env.options: must be UTF-8 text");
-  fails_with("w.yaml", base + "format:\n  model: /tmp/f\n  tasks: [babyai/open]\nenv:\n  id: babyai/goto\n",
-             "w.yaml:5: format.tasks: names 'babyai/open', which is not one of env.id");
-  const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
-  CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
-  TrainConfig::Env grouped = mix.env;
-  grouped.group_size = 2;  // whole groups take the tasks in turn
-  CHECK(std::vector<size_t>{grouped.task_of_slot(0), grouped.task_of_slot(1), grouped.task_of_slot(2), grouped.task_of_slot(3),
-                            grouped.task_of_slot(4)} == std::vector<size_t>{0, 0, 1, 1, 0});
-  // The resolved config (saved beside checkpoints) loads back to the same tasks and turn settings.
-  const TrainConfig tiny = TrainConfig::load(std::string(TURNRL_SOURCE_DIR) + "/configs/babyai-tiny.yaml");
-  const TrainConfig reloaded = TrainConfig::load(write_config("l.yaml", tiny.to_yaml()));
-  CHECK(reloaded.to_yaml() == tiny.to_yaml());
-  CHECK(reloaded.turn.layout == TurnLayout::kCompact);
-  const TrainConfig baba = TrainConfig::load(std::string(TURNRL_SOURCE_DIR) + "/configs/babaisai-verlog-tiny.yaml");
-  CHECK_FALSE(baba.format.tasks.empty());
-  CHECK(TrainConfig::load(write_config("l2.yaml", baba.to_yaml())).to_yaml() == baba.to_yaml());
-  // A missing model folder without a preset is refused before any work starts, on stderr.
-  const std::string command = std::string(TURNRL_BINARY) + " train --config " + write_config("g.yaml", "model:\n  path: /tmp/no/such/model\n") +
-                              " >/tmp/turnrl_configs/out.txt 2>/tmp/turnrl_configs/err.txt";
+TEST_CASE("a missing model folder without a preset is refused before any work starts, on stderr") {
+  const turnrl::test::TempDir run_dir("turnrl_missing_model");
+  const std::string command = std::string(TURNRL_BINARY) + " train --config " + write_config("g.yaml", "model:\n  path: /no/such/model\n") +
+                              " >" + (run_dir / "out.txt") + " 2>" + (run_dir / "err.txt");
   CHECK(WEXITSTATUS(std::system(command.c_str())) == 1);
-  std::ifstream err("/tmp/turnrl_configs/err.txt"), out("/tmp/turnrl_configs/out.txt");
+  std::ifstream err(run_dir / "err.txt"), out(run_dir / "out.txt");
   const std::string err_text((std::istreambuf_iterator<char>(err)), {}), out_text((std::istreambuf_iterator<char>(out)), {});
   CHECK(err_text.find("holds no model") != std::string::npos);
   CHECK(err_text.find('\n') == err_text.size() - 1);  // one line
@@ -400,8 +221,8 @@ TEST_CASE("configs validate every key and name the file and line") {
 }
 
 TEST_CASE("a resumed run continues from the checkpoint's exact state") {
-  const std::string root = turnrl::test::temp_root("turnrl_resume_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_resume_test");
+  const std::string& root = run_dir.path();
   // Episodes of BabyAI goto outlast e_len = 3, so the checkpoint cuts them mid-episode.
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
@@ -452,8 +273,8 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
 }
 
 TEST_CASE("run.total_minutes counts the time before PPO: a budget the format stage and loading use up leaves no iteration") {
-  const std::string root = turnrl::test::temp_root("turnrl_total_minutes_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_total_minutes_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: babyai/goto\n  n_env: 2\n  e_len: 3\n"
                            "ppo:\n  minibatch: 6\n  epochs: 1\n  critic_warmup_iterations: 0\n"
@@ -475,8 +296,8 @@ TEST_CASE("run.total_minutes counts the time before PPO: a budget the format sta
 }
 
 TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous checkpoint after an interrupted swap") {
-  const std::string root = turnrl::test::temp_root("turnrl_swap_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_swap_test");
+  const std::string& root = run_dir.path();
   std::filesystem::create_directories(root + "/checkpoint.old");
   std::ofstream(root + "/checkpoint.old/state.json") << "{}";
   CHECK(find_checkpoint(root) == root + "/checkpoint.old");  // a swap died between its two renames
@@ -496,8 +317,8 @@ TEST_CASE("resume cuts metrics back to the checkpoint and finds the previous che
 }
 
 TEST_CASE("a run is a model: the final state is saved, and eval --run scores it as the trainer's evaluation does") {
-  const std::string root = turnrl::test::temp_root("turnrl_run_model_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_run_model_test");
+  const std::string& root = run_dir.path();
   // 3 iterations with checkpoint_every 2: the final iteration must still be saved.
   const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
@@ -599,8 +420,8 @@ TEST_CASE("scores_json: progression's standard error per task, and overall clust
 }
 
 TEST_CASE("keep_best: the run's model is its actor of highest evaluated progression, not its last") {
-  const std::string root = turnrl::test::temp_root("turnrl_keep_best_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_keep_best_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: babaisai/goto_win\n  n_env: 4\n  e_len: 3\n"
                            "turn:\n  layout: compact\n  reply_format: action-tag\n  invalid_feedback: false\n"
@@ -657,8 +478,8 @@ TEST_CASE("keep_best: the run's model is its actor of highest evaluated progress
 }
 
 TEST_CASE("a group estimator trains without the critic on groups sharing their start state") {
-  const std::string root = turnrl::test::temp_root("turnrl_group_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_group_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 8\n  e_len: 4\n  group_size: 2\n"
                            "ppo:\n  estimator: grpo\n  minibatch: 8\n  epochs: 1\n  critic_warmup_iterations: 1\n"
@@ -694,8 +515,8 @@ TEST_CASE("action tokens: the tokenizer's text ends and the parser's offset agre
 }
 
 TEST_CASE("each layout runs through train, eval --run and play --run with the run's own turn settings") {
-  const std::string root = turnrl::test::temp_root("turnrl_layout_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_layout_test");
+  const std::string& root = run_dir.path();
   struct Case {
     std::string layout, first_role, marker;
   };
@@ -730,8 +551,8 @@ TEST_CASE("each layout runs through train, eval --run and play --run with the ru
 }
 
 TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rollout records") {
-  const std::string root = turnrl::test::temp_root("turnrl_gigpo_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_gigpo_test");
+  const std::string& root = run_dir.path();
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: corridor/short\n  n_env: 8\n  e_len: 6\n  group_size: 4\n"
                            "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  invalid_penalty: -0.1\n  invalid_feedback: false\n"
@@ -749,13 +570,11 @@ TEST_CASE("GiGPO with the episode reward manager trains on anchor states the rol
   CHECK(train.size() == 3u);
   // The episode manager's open episodes travel with the checkpoint.
   CHECK(read_json(root + "/run/checkpoint/state.json").at("reward_manager").contains("open_episodes"));
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("gigpo-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  normalize_by_length: true\n")),
-                       doctest::Contains("reward.normalize_by_length: applies to reward.manager: episode only"), std::invalid_argument);
 }
 
 TEST_CASE("dynamic sampling drops groups without signal and refills within its tries") {
-  const std::string root = turnrl::test::temp_root("turnrl_dynamic_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_dynamic_test");
+  const std::string& root = run_dir.path();
   // The untrained policy finishes corridor/short only now and then: groups whose segments all got
   // the same reward are dropped, the others kept.
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
@@ -786,65 +605,16 @@ TEST_CASE("dynamic sampling drops groups without signal and refills within its t
   CHECK(train.size() == 2u);
   CHECK(all_dropped > 0u);
   CHECK(all_kept > 0u);
-  CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("dynamic-bad.yaml", "model:\n  path: /tmp/x\nreward:\n  dynamic_sampling_tries: 2\n")),
-                       doctest::Contains("reward.dynamic_sampling_tries: drops groups without signal"), std::invalid_argument);
-}
-
-TEST_CASE("reward config: managers with process, the process and scorer sections, every key validated") {
-  const std::string base = "model:\n  path: /tmp/x\nenv:\n  id: arith/single\n  group_size: 2\nppo:\n  estimator: rloo\n";
-  auto fails_with = [&](const std::string& name, const std::string& text, const std::string& message) {
-    INFO(name << ": " << message);
-    CHECK_THROWS_WITH_AS(TrainConfig::load(write_config(name, text)), doctest::Contains(message.c_str()), std::invalid_argument);
-  };
-  const TrainConfig process = TrainConfig::load(write_config(
-      "rp.yaml", base + "sampling:\n  max_response_tokens: 4\n  extra_tokens: [So, '.']\n"
-                        "reward:\n  manager: [episode, process]\n  streaming: false\n  process:\n    markers: ['So ', 'Wait,']\n"
-                        "    max_segment_tokens: 12\n    answer_prompt: ' Action'\n    weight: 20\n  scorer:\n    url: http://127.0.0.1:9/score\n"
-                        "    concurrency: 3\n    timeout: 2.5\n    retries: 1\n"));
-  CHECK(process.reward.manager == TrainConfig::Reward::Manager::kEpisode);
-  CHECK(process.reward.process);
-  CHECK_FALSE(process.reward.streaming);
-  CHECK(process.reward.process_rewards.segmentation.markers == std::vector<std::string>{"So ", "Wait,"});
-  CHECK(process.reward.process_rewards.segmentation.max_segment_tokens == 12u);
-  CHECK(process.reward.process_rewards.answer_prompt == " Action");
-  CHECK(process.reward.process_rewards.weight == 20.0);
-  CHECK(process.sampling.extra_tokens == std::vector<std::string>{"So", "."});
-  CHECK(process.reward.scorer.url == "http://127.0.0.1:9/score");
-  CHECK(process.reward.scorer.concurrency == 3);
-  CHECK(process.reward.scorer.retry.timeout_s == 2.5);
-  CHECK(process.reward.scorer.retry.retries == 1);
-  // The resolved config round-trips, sections and quoted prompt included.
-  const TrainConfig reloaded = TrainConfig::load(write_config("rp2.yaml", process.to_yaml()));
-  CHECK(reloaded.to_yaml() == process.to_yaml());
-  CHECK(reloaded.sampling.extra_tokens == process.sampling.extra_tokens);
-  CHECK(reloaded.reward.process);
-  CHECK(reloaded.reward.process_rewards.answer_prompt == " Action");
-  CHECK(reloaded.reward.scorer.url == process.reward.scorer.url);
-  fails_with("r1.yaml", base + "reward:\n  manager: process\n", "r1.yaml:9: reward.manager: must be env or episode, or a list");
-  fails_with("r12.yaml", base + "reward:\n  manager: [env, process]\n  process:\n    weight: 0\n", "reward.process.weight: must be > 0");
-  fails_with("r2.yaml", base + "reward:\n  manager: [env, episode]\n", "reward.manager: must be env or episode, or a list");
-  fails_with("r3.yaml", base + "reward:\n  manager: [env, critic]\n", "got 'critic'");
-  fails_with("r4.yaml", base + "reward:\n  process:\n    markers: [So]\n", "reward.process: configures process rewards: list process in reward.manager");
-  fails_with("r5.yaml", base + "reward:\n  manager: [env, process]\n  process:\n    max_segment_tokens: 0\n",
-             "reward.process.max_segment_tokens: must be > 0");
-  fails_with("r6.yaml", base + "reward:\n  manager: [env, process]\n  process:\n    answer: x\n", "reward.process.answer: unknown key");
-  fails_with("r7.yaml", base + "reward:\n  scorer:\n    concurrency: 2\n", "reward.scorer.url: is required");
-  fails_with("r8.yaml", base + "reward:\n  scorer:\n    url: https://x/score\n", "reward.scorer.url: http scorer: the URL must start with http://");
-  fails_with("r9.yaml", base + "reward:\n  scorer:\n    url: http://x/s\n    retries: -1\n", "reward.scorer.retries: must be >= 0");
-  fails_with("r10.yaml", "model:\n  path: /tmp/x\nenv:\n  group_size: 2\nppo:\n  estimator: grpo\nreward:\n  manager: [env, process]\n",
-             "process rewards need an estimator that keeps token rewards");
-  fails_with("r11.yaml", base + "sampling:\n  action_tokens_only: false\n  extra_tokens: [So]\n",
-             "sampling.extra_tokens: widens action_tokens_only");
 }
 
 TEST_CASE("process rewards and an external scorer in training: streamed while the batch generates") {
-  const std::string root = "/tmp/turnrl_process_test";
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir run_dir("turnrl_process_test");
+  const std::string& root = run_dir.path();
   // The stub scores every turn with its env reward; the episode manager uses those scores as they are.
-  turnrl::tools::StubHttpServer scorer([](int, const std::string&, const nlohmann::json& request) {
+  turnrl::serve::StubHttpServer scorer([](int, const std::string&, const nlohmann::json& request) {
     nlohmann::json scores = nlohmann::json::array();
     for (const auto& turn : request["turns"]) scores.push_back(turn["env_reward"]);
-    return turnrl::tools::StubReply{200, {{"scores", scores}}, 5};
+    return turnrl::serve::StubReply{200, {{"scores", scores}}, 5};
   });
   const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
                            "env:\n  id: arith/single\n  options: {steps: 1, max_value: 20}\n  n_env: 8\n  e_len: 2\n  group_size: 4\n"

@@ -2,8 +2,9 @@
 // Helpers shared by the tests: paths to shared data and running the turnrl binary.
 #include <cstdio>
 #include <cstdlib>
-#include <sys/wait.h>
+#include <filesystem>
 #include <string>
+#include <sys/wait.h>
 
 namespace turnrl::test {
 
@@ -19,8 +20,8 @@ inline CommandResult run_turnrl(const std::string& arguments, const std::string&
   std::string command = std::string("'") + TURNRL_BINARY + "' " + arguments + " 2>&1";
   std::string input_file;
   if (!input.empty()) {
-    char name[] = "/tmp/turnrl_test_input_XXXXXX";
-    const int fd = mkstemp(name);
+    std::string name = (std::filesystem::temp_directory_path() / "turnrl_test_input_XXXXXX").string();
+    const int fd = mkstemp(name.data());
     FILE* f = fdopen(fd, "w");
     std::fwrite(input.data(), 1, input.size(), f);
     std::fclose(f);

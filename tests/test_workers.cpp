@@ -19,6 +19,7 @@
 #include "envs/server/env_client.h"
 #include "rollout_test_env.h"
 #include "server_process.h"
+#include "temp_dir.h"
 #include "trainer/rollout/rollout.h"
 #include "trainer/rollout/slot_fibers.h"
 #include "trainer/rollout/worker_env.h"
@@ -352,7 +353,8 @@ TEST_CASE("a step on a lost env restarts the slot's episode, in-process too") {
 }
 
 TEST_CASE("env.workers is validated with the config") {
-  const std::string path = "/tmp/turnrl_test_workers.yaml";
+  const test::TempDir dir("turnrl_workers");
+  const std::string path = dir / "workers.yaml";
   auto load_with = [&](const std::string& env_lines) {
     std::ofstream(path) << "model:\n  path: m\nenv:\n  id: arith/multi\n" << env_lines;
     return trainer::TrainConfig::load(path);

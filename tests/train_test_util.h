@@ -1,25 +1,27 @@
 #pragma once
 // Helpers for tests that run the trainer: config files and the metrics a run writes.
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <stdexcept>
-
-#include <unistd.h>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.h"
+
 namespace turnrl::test {
 
-/** /tmp/NAME_PID: a run folder no other test process (another checkout's ctest) shares. */
-inline std::string temp_root(const std::string& name) { return "/tmp/" + name + "_" + std::to_string(::getpid()); }
+/** This test process's folder of config files: no other process (another checkout's ctest) shares
+ *  it, and it is removed when the process exits. */
+inline const TempDir& config_dir() {
+  static const TempDir dir("turnrl_configs");
+  return dir;
+}
 
-/** Writes `text` to /tmp/turnrl_configs/NAME and returns the path. */
+/** Writes `text` to config_dir()/NAME and returns the path. */
 inline std::string write_config(const std::string& name, const std::string& text) {
-  std::filesystem::create_directories("/tmp/turnrl_configs");
-  const std::string path = "/tmp/turnrl_configs/" + name;
+  const std::string path = config_dir() / name;
   std::ofstream(path) << text;
   return path;
 }

@@ -16,7 +16,7 @@
 #include "envs/registry.h"
 #include "tools/bench.h"
 #include "tools/cli.h"
-#include "tools/stub_http_server.h"
+#include "tools/serve/stub_http_server.h"
 #include "trainer/rewards/http_scorer.h"
 #include "trainer/rollout/rollout.h"
 
@@ -120,10 +120,10 @@ int bench_reward(int argc, char** argv) {
   }
   std::shared_ptr<agents::LanguageModel> model = agents::LanguageModel::load(model_dir);
   // The stub scores every turn with its env reward, after the latency.
-  StubHttpServer stub([latency_ms](int, const std::string&, const nlohmann::json& request) {
+  serve::StubHttpServer stub([latency_ms](int, const std::string&, const nlohmann::json& request) {
     nlohmann::json scores = nlohmann::json::array();
     for (const auto& turn : request.at("turns")) scores.push_back(turn.at("env_reward"));
-    return StubReply{200, {{"scores", scores}}, latency_ms};
+    return serve::StubReply{200, {{"scores", scores}}, latency_ms};
   });
   const std::string url = stub.url("/score");
   {

@@ -23,9 +23,9 @@
 #include "agents/model/qwen2_model.h"
 #include "envs/registry.h"
 #include "tools/bench.h"
-#include "tools/chat_server.h"
 #include "tools/cli.h"
-#include "tools/openai_stub_server.h"
+#include "tools/serve/chat_server.h"
+#include "tools/serve/openai_stub_server.h"
 #include "trainer/rollout/policy_agent.h"
 #include "trainer/rollout/rollout.h"
 
@@ -147,12 +147,12 @@ std::shared_ptr<agents::LanguageModel> model_with_likely_stop(const BenchOptions
 void case_serve(const BenchOptions& options) {
   std::printf("(b) HTTP agent against turnrl serve on loopback, %d slots, sampled replies of up to %d tokens\n",
               options.llm_slots, options.max_new_tokens);
-  ChatServerOptions server_options;
+  serve::ChatServerOptions server_options;
   server_options.port = 0;
   server_options.model_name = "bench";
   server_options.max_batch = options.llm_slots;
   const std::shared_ptr<agents::LanguageModel> model = model_with_likely_stop(options);
-  ChatServer server(model, server_options);
+  serve::ChatServer server(model, server_options);
   std::thread serving([&] { server.run(); });
   agents::HttpAgentConfig http;
   http.base_url = server.base_url();
@@ -182,9 +182,9 @@ void case_http_stub(const BenchOptions& options) {
   std::printf("(c) HTTP agent against a loopback stub answering in %d-%d ms, %d slots\n", options.latency_min_ms,
               options.latency_max_ms, options.http_slots);
   static const char* kReplies[] = {"turn left", "turn right", "go forward", "pick up", "drop", "toggle"};
-  OpenAiStubServer server([&](int, const nlohmann::json& request) {
+  serve::OpenAiStubServer server([&](int, const nlohmann::json& request) {
     const uint64_t seed = request.value("seed", uint64_t{0}) * 0x9E3779B97F4A7C15ULL;
-    ChatStubReply response;
+    serve::ChatStubReply response;
     response.content = std::string("<action>") + kReplies[(seed >> 8) % 6] + "</action>";
     response.delay_ms = options.latency_min_ms + static_cast<int>((seed >> 32) % (options.latency_max_ms - options.latency_min_ms + 1));
     return response;

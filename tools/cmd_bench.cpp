@@ -9,29 +9,27 @@
 #include "tools/command.h"
 
 namespace turnrl::tools {
-namespace {
 
-struct Benchmark {
-  const char* name;
-  const char* summary;
-  int (*run)(int argc, char** argv);
-};
-
-const Benchmark kBenchmarks[] = {
-    {"env", "single-thread env steps/s with text observations, resets included", bench_env},
-    {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
-    {"env-server", "steps/s through an env server vs in-process, batches of 1, 16, 256", bench_env_server},
+const std::vector<Command>& benchmarks() {
+  static const std::vector<Command> all = {
+      {"env", "single-thread env steps/s with text observations, resets included", bench_env},
+      {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
+      {"env-server", "steps/s through an env server vs in-process, batches of 1, 16, 256", bench_env_server},
 #ifdef TURNRL_WITH_TORCH
-    {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak, training attention", bench_llm},
-    {"rollout", "asynchronous (fiber) rollouts vs lock-step: tiny LLM, HTTP agent against a stub", bench_rollout},
-    {"reward", "streaming vs synchronous scoring by an HTTP scorer: share of scorer time hidden", bench_reward},
-    {"allocator", "fine-tuning steps with freed memory kept in the heap vs glibc's default allocator", bench_allocator},
+      {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak, training attention", bench_llm},
+      {"rollout", "asynchronous (fiber) rollouts vs lock-step: tiny LLM, HTTP agent against a stub", bench_rollout},
+      {"reward", "streaming vs synchronous scoring by an HTTP scorer: share of scorer time hidden", bench_reward},
+      {"allocator", "fine-tuning steps with freed memory kept in the heap vs glibc's default allocator", bench_allocator},
 #endif
-};
+  };
+  return all;
+}
+
+namespace {
 
 void print_usage() {
   std::printf("usage: turnrl bench <benchmark> [options]\n\nbenchmarks:\n");
-  for (const auto& bench : kBenchmarks) std::printf("  %-10s %s\n", bench.name, bench.summary);
+  for (const Command& bench : benchmarks()) std::printf("  %-10s %s\n", bench.name.c_str(), bench.summary.c_str());
 }
 
 }  // namespace
@@ -82,8 +80,8 @@ int run_bench(int argc, char** argv) {
     print_usage();
     return argc < 2 ? kExitUsage : 0;
   }
-  for (const auto& bench : kBenchmarks) {
-    if (!std::strcmp(argv[1], bench.name)) return bench.run(argc - 1, argv + 1);
+  for (const Command& bench : benchmarks()) {
+    if (bench.name == argv[1]) return bench.run(argc - 1, argv + 1);
   }
   std::fprintf(stderr, "turnrl bench: unknown benchmark '%s'\n", argv[1]);
   print_usage();

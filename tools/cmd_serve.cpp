@@ -1,13 +1,13 @@
-// `turnrl serve`: a model folder behind an OpenAI-compatible chat API (tools/chat_server.h).
+// `turnrl serve`: a model folder behind an OpenAI-compatible chat API (tools/serve/chat_server.h).
 #include <cstdio>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
 
 #include "agents/model/compute_threads.h"
-#include "tools/chat_server.h"
 #include "tools/cli.h"
 #include "tools/command.h"
+#include "tools/serve/chat_server.h"
 
 namespace turnrl::tools {
 
@@ -17,7 +17,7 @@ int run_serve(int argc, char** argv) {
                "together with continuous batching; any \"model\" name in a request is accepted.",
                "turnrl serve"};
   std::string model_dir, device = "cpu";
-  ChatServerOptions options;
+  serve::ChatServerOptions options;
   int threads = 0;
   app.add_option("--model", model_dir, "Hugging Face model folder (with tokenizer.json)")->required()->check(CLI::ExistingDirectory);
   app.add_option("--port", options.port, "TCP port; 0 picks a free one (printed)")->capture_default_str();
@@ -37,7 +37,7 @@ int run_serve(int argc, char** argv) {
     spdlog::warn("serve: {} is reachable from other machines and has no authentication", options.host);
   }
 
-  ChatServer server(agents::LanguageModel::load(model_dir, device), options);
+  serve::ChatServer server(agents::LanguageModel::load(model_dir, device), options);
   // Scripts and tests read the bound address (a port of 0 resolved) from this line.
   std::printf("listening on %s\n", server.base_url().c_str());
   std::fflush(stdout);

@@ -8,11 +8,14 @@ namespace turnrl::tools {
 struct Command {
   std::string name;
   std::string summary;
-  int (*run)(int argc, char** argv);  // argv[0] is the sub-command name
+  int (*run)(int argc, char** argv);                // argv[0] is the sub-command name
+  const std::vector<Command>* subcommands = nullptr;  // the commands `run` dispatches to (bench's benchmarks)
 };
 
 /** Every sub-command, in the order `turnrl --help` lists them. */
 const std::vector<Command>& commands();
+/** `turnrl bench <benchmark>`'s benchmarks. */
+const std::vector<Command>& benchmarks();
 
 int run_replay(int argc, char** argv);
 int run_play(int argc, char** argv);

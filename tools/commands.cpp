@@ -11,7 +11,7 @@ const std::vector<Command>& commands() {
 #endif
       {"play", "play an environment by hand (or step through a model), seeing exactly what the model sees", run_play},
       {"replay", "replay golden trajectories and compare every recorded field", run_replay},
-      {"bench", "benchmarks (env stepping, ...)", run_bench},
+      {"bench", "benchmarks (env stepping, ...)", run_bench, &benchmarks()},
       {"envs", "list the registered environment ids, their actions and options", run_envs},
       {"config", "the reference of every config key: type, default, doc (--reference)", run_config},
       {"env-server", "serve the environments over ZeroMQ to remote clients (C++, Python)", run_env_server},

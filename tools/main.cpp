@@ -22,6 +22,16 @@ void print_usage() {
   }
 }
 
+/** `turnrl --commands`: every command line of the table, nested ones as "bench env", each with its
+ *  summary after a tab; for scripts and test_cli, which check every command it lists. */
+void print_command_table() {
+  for (const auto& command : turnrl::tools::commands()) {
+    std::printf("%s\t%s\n", command.name.c_str(), command.summary.c_str());
+    if (!command.subcommands) continue;
+    for (const auto& sub : *command.subcommands) std::printf("%s %s\t%s\n", command.name.c_str(), sub.name.c_str(), sub.summary.c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -33,6 +43,10 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage();
+    return 0;
+  }
+  if (name == "--commands") {
+    print_command_table();
     return 0;
   }
   for (const auto& command : turnrl::tools::commands()) {

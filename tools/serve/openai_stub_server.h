@@ -5,9 +5,9 @@
 #include <string>
 #include <utility>
 
-#include "tools/stub_http_server.h"
+#include "tools/serve/stub_http_server.h"
 
-namespace turnrl::tools {
+namespace turnrl::serve {
 
 struct ChatStubReply {
   unsigned status = 200;
@@ -46,4 +46,4 @@ class OpenAiStubServer : public StubHttpServer {
   }
 };
 
-}  // namespace turnrl::tools
+}  // namespace turnrl::serve

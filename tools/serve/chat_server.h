@@ -1,19 +1,13 @@
 #pragma once
 // `turnrl serve`: an OpenAI-compatible chat server (GET /v1/models, POST /v1/chat/completions with
-// n choices and server-sent-event streaming) over Boost.Beast on one I/O thread, generating on the
-// continuous-batching engine. Keep-alive connections; a bad request gets 400 with a JSON error.
-#include <cstdint>
+// n choices and server-sent-event streaming) on the HTTP server loop (http_server.h), generating on
+// the continuous-batching engine. A bad request gets 400 with an OpenAI-style JSON error.
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "agents/model/language_model.h"
-#include "memory/chat_message.h"
 
-namespace turnrl::tools {
+namespace turnrl::serve {
 
 struct ChatServerOptions {
   std::string host = "127.0.0.1";
@@ -22,22 +16,6 @@ struct ChatServerOptions {
   int max_batch = 64;          // sequences the engine decodes together
   int max_choices = 16;        // largest n
 };
-
-/** A validated /v1/chat/completions body. Unknown fields are ignored. */
-struct ChatRequest {
-  std::vector<memory::ChatMessage> messages;
-  std::optional<int> max_tokens;  // max_completion_tokens or max_tokens; absent: the rest of the context
-  double temperature = 1.0;       // 0: greedy
-  double top_p = 1.0;
-  std::optional<uint64_t> seed;   // choice i samples from seed + i * 0x9E3779B97F4A7C15
-  std::vector<std::string> stop;
-  int n = 1;
-  bool stream = false;
-  bool include_usage = false;     // stream_options.include_usage
-};
-
-/** Throws std::invalid_argument with the message a 400 reply carries (naming the field). */
-ChatRequest parse_chat_request(const nlohmann::json& body, int max_choices);
 
 class ChatServer {
  public:
@@ -60,4 +38,4 @@ class ChatServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace turnrl::tools
+}  // namespace turnrl::serve
