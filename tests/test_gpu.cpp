@@ -30,9 +30,10 @@
 #include "agents/model/new_model.h"
 #include "agents/model/qwen2_model.h"
 #include "server_process.h"
+#include "temp_dir.h"
 #include "test_util.h"
 #include "train_test_util.h"
-#include "trainer/ppo_update.h"
+#include "trainer/algo/ppo_update.h"
 
 using namespace turnrl::agents;
 using nlohmann::json;
@@ -186,8 +187,8 @@ void init_learner(LearnerState& learner, const std::string& dir, const torch::De
 }  // namespace
 
 TEST_CASE("one PPO update on CUDA is the CPU's within tolerance: losses, gradient norm and the weights it leaves") {
-  const std::string root = turnrl::test::temp_root("turnrl_gpu_ppo_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir scratch("turnrl_gpu_ppo_test");
+  const std::string& root = scratch.path();
   write_new_model("tiny", root + "/model", 3, "");
   turnrl::trainer::RolloutBatch batch;
   batch.n_env = 4;
@@ -228,12 +229,11 @@ TEST_CASE("one PPO update on CUDA is the CPU's within tolerance: losses, gradien
   CHECK(moved > 1e-3);
   CHECK(apart < 0.05 * moved);
   CHECK(max_abs_difference(learners["cuda"].critic, learners["cpu"].critic) < 0.05 * max_abs_difference(start.critic, learners["cpu"].critic));
-  std::filesystem::remove_all(root);
 }
 
 TEST_CASE("turnrl sft --device cuda fine-tunes as on the CPU; two ranks (NCCL, or Gloo when they share a GPU) as one") {
-  const std::string root = turnrl::test::temp_root("turnrl_gpu_sft_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir scratch("turnrl_gpu_sft_test");
+  const std::string& root = scratch.path();
   write_new_model("tiny", root + "/base", 0, "");
   {
     std::ofstream data(root + "/data.jsonl");
@@ -265,12 +265,11 @@ TEST_CASE("turnrl sft --device cuda fine-tunes as on the CPU; two ranks (NCCL, o
     REQUIRE(runs[run].size() == runs["cpu"].size());
     for (size_t k = 0; k < runs[run].size(); ++k) CHECK(runs[run][k] == doctest::Approx(runs["cpu"][k]).epsilon(1e-3));
   }
-  std::filesystem::remove_all(root);
 }
 
 TEST_CASE("turnrl train on model.device cuda: sampling, scoring and updates on the GPU, one rank and two") {
-  const std::string root = turnrl::test::temp_root("turnrl_gpu_train_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir scratch("turnrl_gpu_train_test");
+  const std::string& root = scratch.path();
   std::filesystem::create_directories(root);
   std::ofstream(root + "/config.yaml") << "model:\n  path: " + root + "/model\n  preset: tiny\n  device: cuda\n  threads: 1\n"
                                           "env:\n  id: babyai/goto\n  n_env: 4\n  e_len: 3\n"
@@ -285,7 +284,6 @@ TEST_CASE("turnrl train on model.device cuda: sampling, scoring and updates on t
     CHECK(train.back().at("turns").get<int>() == std::stoi(ranks) * 4 * 3);
     CHECK(train.back().at("seconds").at("update").get<double>() > 0);
   }
-  std::filesystem::remove_all(root);
 }
 
 namespace {
@@ -313,8 +311,8 @@ std::string post(int port, const std::string& target, const std::string& body) {
 }  // namespace
 
 TEST_CASE("turnrl serve --device cuda answers with the CPU server's greedy reply") {
-  const std::string root = turnrl::test::temp_root("turnrl_gpu_serve_test");
-  std::filesystem::remove_all(root);
+  const turnrl::test::TempDir scratch("turnrl_gpu_serve_test");
+  const std::string& root = scratch.path();
   const auto created = turnrl::test::run_turnrl("new-model --preset tiny --seed 3 --out " + root + "/tiny");
   REQUIRE_MESSAGE(created.exit_code == 0, created.output);
   const json body = {{"model", "tiny"},
@@ -332,7 +330,6 @@ TEST_CASE("turnrl serve --device cuda answers with the CPU server's greedy reply
     replies[device] = reply["choices"][0]["message"]["content"].get<std::string>();
   }
   CHECK(replies["cuda"] == replies["cpu"]);
-  std::filesystem::remove_all(root);
 }
 
 int main(int argc, char** argv) {
