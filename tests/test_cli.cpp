@@ -33,7 +33,9 @@ std::vector<std::pair<std::string, std::string>> command_table() {
 TEST_CASE("turnrl --help lists every top-level command with its summary; unknown commands are usage errors") {
   const auto help = run_turnrl("--help");
   CHECK(help.exit_code == 0);
-  for (const auto& [command, summary] : command_table()) {
+  for (const auto& entry : command_table()) {
+    const std::string& command = entry.first;  // not a structured binding: clang 14 cannot capture one
+    const std::string& summary = entry.second;
     if (command.find(' ') != std::string::npos) continue;  // nested: its parent's help lists it
     CHECK_MESSAGE(help.output.find("  " + command + " ") != std::string::npos, command);
     CHECK_MESSAGE(help.output.find(summary) != std::string::npos, command);
@@ -45,7 +47,8 @@ TEST_CASE("turnrl --help lists every top-level command with its summary; unknown
 TEST_CASE("every command of the table answers --help with its own usage, and refuses an unknown option with a message") {
   const auto table = command_table();
   REQUIRE_FALSE(table.empty());
-  for (const auto& [command, summary] : table) {
+  for (const auto& entry : table) {
+    const std::string& command = entry.first;
     CAPTURE(command);
     const auto help = run_turnrl(command + " --help");
     CHECK(help.exit_code == 0);
@@ -55,7 +58,9 @@ TEST_CASE("every command of the table answers --help with its own usage, and ref
     CHECK_FALSE(bad.output.empty());
   }
   // A parent's help lists its nested commands with their summaries.
-  for (const auto& [command, summary] : table) {
+  for (const auto& entry : table) {
+    const std::string& command = entry.first;
+    const std::string& summary = entry.second;
     const size_t space = command.find(' ');
     if (space == std::string::npos) continue;
     CAPTURE(command);
