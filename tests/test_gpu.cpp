@@ -31,6 +31,7 @@
 #include "agents/model/qwen2_model.h"
 #include "server_process.h"
 #include "temp_dir.h"
+#include "model_golden.h"
 #include "test_util.h"
 #include "train_test_util.h"
 #include "trainer/algo/ppo_update.h"
@@ -45,20 +46,9 @@ constexpr int kSkip = 77;  // SKIP_RETURN_CODE in tests/CMakeLists.txt
 const char* const kFloat32Folders[] = {"tiny-qwen2-tied", "tiny-qwen2-untied"};
 const torch::Device kCuda(torch::kCUDA, 0);
 
-std::string folder(const std::string& name) { return turnrl::test::shared_path("models/" + name); }
-
-json golden(const std::string& name) {
-  std::ifstream in(folder(name) + "/golden.json");
-  return json::parse(in);
-}
-
-torch::Tensor to_tensor(const json& rows, torch::ScalarType type) {
-  std::vector<int64_t> flat;
-  for (const auto& row : rows) {
-    for (const auto& v : row) flat.push_back(v.is_null() ? 0 : v.get<int64_t>());
-  }
-  return torch::tensor(flat, torch::kInt64).view({static_cast<int64_t>(rows.size()), -1}).to(type);
-}
+using turnrl::test::model_folder;
+using turnrl::test::model_golden;
+using turnrl::test::to_tensor;
 
 torch::Tensor to_floats(const json& values) {
   std::vector<float> flat;
@@ -97,9 +87,9 @@ double max_abs_difference(Qwen2Model& a, Qwen2Model& b) {
 TEST_CASE("golden logits on CUDA match Hugging Face's (the CPU's figures); a bf16 model runs under autocast") {
   for (const char* name : kFloat32Folders) {
     INFO(name);
-    Qwen2Model model = load_qwen2(folder(name), false, kCuda);
+    Qwen2Model model = load_qwen2(model_folder(name), false, kCuda);
     torch::NoGradGuard no_grad;
-    for (const auto& c : golden(name)["cases"]) {
+    for (const auto& c : model_golden(name)["cases"]) {
       INFO(c["name"].get<std::string>());
       const torch::Tensor ids = to_tensor(c["input_ids"], torch::kInt64).to(kCuda);
       const torch::Tensor positions = to_tensor(c["position_ids"], torch::kInt64).to(kCuda);
@@ -114,10 +104,10 @@ TEST_CASE("golden logits on CUDA match Hugging Face's (the CPU's figures); a bf1
   }
   // The bf16 folder: float32 weights, bf16 matmuls. Its logits stay near float32's, not equal.
   const std::string name = "tiny-qwen2-untied-bf16";
-  Qwen2Model model = load_qwen2(folder(name), false, kCuda);
-  Qwen2Model reference = load_qwen2(folder(name), false, torch::kCPU);
+  Qwen2Model model = load_qwen2(model_folder(name), false, kCuda);
+  Qwen2Model reference = load_qwen2(model_folder(name), false, torch::kCPU);
   torch::NoGradGuard no_grad;
-  const json gold = golden(name);
+  const json gold = model_golden(name);
   const json& c = gold["cases"][0];
   const torch::Tensor ids = to_tensor(c["input_ids"], torch::kInt64);
   const torch::Tensor positions = to_tensor(c["position_ids"], torch::kInt64);
@@ -134,9 +124,9 @@ TEST_CASE("golden logits on CUDA match Hugging Face's (the CPU's figures); a bf1
 TEST_CASE("greedy generation on CUDA equals the CPU's, batched and through the continuous batcher") {
   for (const char* name : kFloat32Folders) {
     INFO(name);
-    auto cpu = LanguageModel::load(folder(name), "cpu");
-    auto gpu = LanguageModel::load(folder(name), "cuda");
-    for (const auto& g : golden(name)["generation"]) {
+    auto cpu = LanguageModel::load(model_folder(name), "cpu");
+    auto gpu = LanguageModel::load(model_folder(name), "cuda");
+    for (const auto& g : model_golden(name)["generation"]) {
       INFO(g["case"].get<std::string>());
       const auto prompts = golden_prompts(g);
       SamplingParams params;

@@ -17,6 +17,7 @@
 #include "agents/model/new_model.h"
 #include "agents/model/qwen2_model.h"
 #include "temp_dir.h"
+#include "model_golden.h"
 #include "test_util.h"
 
 using namespace turnrl::agents;
@@ -26,20 +27,9 @@ namespace {
 
 const char* const kFolders[] = {"tiny-qwen2-tied", "tiny-qwen2-untied", "tiny-qwen2-untied-bf16"};
 
-std::string folder(const char* name) { return turnrl::test::shared_path(std::string("models/") + name); }
-
-json golden(const char* name) {
-  std::ifstream in(folder(name) + "/golden.json");
-  return json::parse(in);
-}
-
-torch::Tensor to_tensor(const json& rows, torch::ScalarType type) {
-  std::vector<int64_t> flat;
-  for (const auto& row : rows) {
-    for (const auto& v : row) flat.push_back(v.is_null() ? 0 : v.get<int64_t>());
-  }
-  return torch::tensor(flat, torch::kInt64).view({static_cast<int64_t>(rows.size()), -1}).to(type);
-}
+using turnrl::test::model_folder;
+using turnrl::test::model_golden;
+using turnrl::test::to_tensor;
 
 double max_abs_diff(const torch::Tensor& got, const json& expected) {
   std::vector<float> flat;
@@ -75,9 +65,9 @@ TEST_CASE("logits and log-probs match Hugging Face for every case of every folde
   for (const bool autograd : {false, true})
   for (const char* name : kFolders) {
     INFO(name << (autograd ? " (torch path)" : " (fused kernels where float32)"));
-    Qwen2Model model = load_qwen2(folder(name), false, torch::kCPU);
+    Qwen2Model model = load_qwen2(model_folder(name), false, torch::kCPU);
     torch::AutoGradMode grad_mode(autograd);
-    const json gold = golden(name);
+    const json gold = model_golden(name);
     for (const auto& c : gold["cases"]) {
       INFO(c["name"].get<std::string>());
       const torch::Tensor ids = to_tensor(c["input_ids"], torch::kInt64);
@@ -117,8 +107,8 @@ TEST_CASE("greedy generation with the KV cache reproduces Hugging Face's tokens,
   torch::set_num_threads(1);
   for (const char* name : kFolders) {
     INFO(name);
-    auto lm = LanguageModel::load(folder(name));
-    const json gold = golden(name);
+    auto lm = LanguageModel::load(model_folder(name));
+    const json gold = model_golden(name);
     for (const auto& g : gold["generation"]) {
       INFO(g["case"].get<std::string>());
       std::vector<std::vector<int32_t>> prompts;
@@ -287,8 +277,8 @@ TEST_CASE("trainable attention: gradients equal autograd through a plain softmax
 }
 
 TEST_CASE("scoring matches the forward pass and sampling is seeded") {
-  auto lm = LanguageModel::load(folder("tiny-qwen2-untied"));
-  const json gold = golden("tiny-qwen2-untied");
+  auto lm = LanguageModel::load(model_folder("tiny-qwen2-untied"));
+  const json gold = model_golden("tiny-qwen2-untied");
   const auto& c = gold["cases"][2];  // len17
   std::vector<int32_t> ids = c["input_ids"][0].get<std::vector<int32_t>>();
   const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 5), response(ids.begin() + 5, ids.end());
@@ -337,8 +327,8 @@ TEST_CASE("a missing or misshapen tensor is named") {
   const turnrl::test::TempDir run_dir("turnrl_bad_model");
   const std::string dir = run_dir / "model";
   std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(folder("tiny-qwen2-untied") + "/config.json", dir + "/config.json");
-  auto tensors = load_qwen2(folder("tiny-qwen2-untied"), false, torch::kCPU)->weights_to_write();
+  std::filesystem::copy_file(model_folder("tiny-qwen2-untied") + "/config.json", dir + "/config.json");
+  auto tensors = load_qwen2(model_folder("tiny-qwen2-untied"), false, torch::kCPU)->weights_to_write();
   auto without = tensors;
   without.erase(std::remove_if(without.begin(), without.end(), [](const auto& t) { return t.name == "lm_head.weight"; }), without.end());
   write_safetensors(dir + "/model.safetensors", without);
@@ -421,7 +411,7 @@ TEST_CASE("a new model draws its weights with the initializer range its config.j
 }
 
 TEST_CASE("save and reload round-trips the weights") {
-  auto lm = LanguageModel::load(folder("tiny-qwen2-tied"));
+  auto lm = LanguageModel::load(model_folder("tiny-qwen2-tied"));
   const turnrl::test::TempDir run_dir("turnrl_saved_tiny");
   const std::string dir = run_dir / "model";
   lm->save(dir);
@@ -434,7 +424,7 @@ TEST_CASE("save and reload round-trips the weights") {
 }
 
 TEST_CASE("a sharded folder (index + shards) loads the same weights; a missing shard is named") {
-  auto lm = LanguageModel::load(folder("tiny-qwen2-tied"));
+  auto lm = LanguageModel::load(model_folder("tiny-qwen2-tied"));
   const turnrl::test::TempDir run_dir("turnrl_sharded_tiny");
   const std::string dir = run_dir / "model";
   lm->save(dir);
@@ -469,7 +459,7 @@ TEST_CASE("a model whose weights hold NaN or Inf is refused at load, naming the 
   const std::string dir = run_dir / "model";
   for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
     std::filesystem::remove_all(dir);
-    Qwen2Model model = load_qwen2(folder("tiny-qwen2-tied"), false, torch::kCPU);
+    Qwen2Model model = load_qwen2(model_folder("tiny-qwen2-tied"), false, torch::kCPU);
     {
       torch::NoGradGuard no_grad;
       model->named_parameters()["model.norm.weight"][0].fill_(bad);

@@ -70,6 +70,15 @@ class ActionNames:
         return index
 
 
+def step_info(episode, result):
+    """The info of a reset or step: the episode's fixed fields with the step's progression."""
+    info = dict(episode)
+    info["progression"] = result["progression"]
+    if "reference_answer" in result:
+        info["reference_answer"] = result["reference_answer"]
+    return info
+
+
 def episode_info(result):
     """The fields of a reset reply that hold for the whole episode."""
     info = {key: result[key] for key in ("instruction_prompt", "goal", "max_steps")}
@@ -146,11 +155,7 @@ class TurnrlEnv(_Base):
                 self.connection.close()
 
     def _info(self, result):
-        info = dict(self._episode)
-        info["progression"] = result["progression"]
-        if "reference_answer" in result:
-            info["reference_answer"] = result["reference_answer"]
-        return info
+        return step_info(self._episode, result)
 
     def __enter__(self):
         return self

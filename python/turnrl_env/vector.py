@@ -2,7 +2,7 @@
 import operator
 
 from . import spaces
-from .env import ActionNames, SeedStream, check_reset_options, check_seed, connect, episode_info
+from .env import ActionNames, SeedStream, check_reset_options, check_seed, connect, episode_info, step_info
 
 
 class VecEnv:
@@ -106,11 +106,7 @@ class VecEnv:
         return self.connection.call_raw(payload, "reset", request_id)["results"]
 
     def _info(self, i, result):
-        info = dict(self._episodes[i])
-        info["progression"] = result["progression"]
-        if "reference_answer" in result:
-            info["reference_answer"] = result["reference_answer"]
-        return info
+        return step_info(self._episodes[i], result)
 
     def __enter__(self):
         return self

@@ -1,0 +1,29 @@
+#pragma once
+// The tiny model folders of the shared data (models/) and their golden outputs, as the model tests read them.
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "torch_doctest.h"
+#include "test_util.h"
+
+namespace turnrl::test {
+
+inline std::string model_folder(const std::string& name) { return shared_path("models/" + name); }
+
+inline nlohmann::json model_golden(const std::string& name) {
+  std::ifstream in(model_folder(name) + "/golden.json");
+  return nlohmann::json::parse(in);
+}
+
+/** Rows of token ids (null: padding, read as 0) as a [rows, columns] tensor of `type`. */
+inline torch::Tensor to_tensor(const nlohmann::json& rows, torch::ScalarType type) {
+  std::vector<int64_t> flat;
+  for (const auto& row : rows) {
+    for (const auto& v : row) flat.push_back(v.is_null() ? 0 : v.get<int64_t>());
+  }
+  return torch::tensor(flat, torch::kInt64).view({static_cast<int64_t>(rows.size()), -1}).to(type);
+}
+
+}  // namespace turnrl::test
