@@ -1,6 +1,7 @@
 #pragma once
 // The tiny model folders of the shared data (models/) and their golden outputs, as the model tests read them.
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,20 @@ inline torch::Tensor to_tensor(const nlohmann::json& rows, torch::ScalarType typ
     for (const auto& v : row) flat.push_back(v.is_null() ? 0 : v.get<int64_t>());
   }
   return torch::tensor(flat, torch::kInt64).view({static_cast<int64_t>(rows.size()), -1}).to(type);
+}
+
+/** Nested arrays of numbers, flattened in order, as a float tensor. */
+inline torch::Tensor to_floats(const nlohmann::json& values) {
+  std::vector<float> flat;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& v) {
+    if (v.is_array()) {
+      for (const auto& x : v) walk(x);
+    } else {
+      flat.push_back(v.get<float>());
+    }
+  };
+  walk(values);
+  return torch::tensor(flat);
 }
 
 }  // namespace turnrl::test

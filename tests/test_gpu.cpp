@@ -48,20 +48,8 @@ const torch::Device kCuda(torch::kCUDA, 0);
 
 using turnrl::test::model_folder;
 using turnrl::test::model_golden;
+using turnrl::test::to_floats;
 using turnrl::test::to_tensor;
-
-torch::Tensor to_floats(const json& values) {
-  std::vector<float> flat;
-  std::function<void(const json&)> walk = [&](const json& v) {
-    if (v.is_array()) {
-      for (const auto& x : v) walk(x);
-    } else {
-      flat.push_back(v.get<float>());
-    }
-  };
-  walk(values);
-  return torch::tensor(flat);
-}
 
 std::vector<std::vector<int32_t>> golden_prompts(const json& g) {
   std::vector<std::vector<int32_t>> prompts;

@@ -32,16 +32,7 @@ using turnrl::test::model_golden;
 using turnrl::test::to_tensor;
 
 double max_abs_diff(const torch::Tensor& got, const json& expected) {
-  std::vector<float> flat;
-  std::function<void(const json&)> walk = [&](const json& v) {
-    if (v.is_array()) {
-      for (const auto& x : v) walk(x);
-    } else {
-      flat.push_back(v.get<float>());
-    }
-  };
-  walk(expected);
-  const torch::Tensor want = torch::tensor(flat).view(got.sizes());
+  const torch::Tensor want = turnrl::test::to_floats(expected).view(got.sizes());
   return (got - want).abs().max().item<double>();
 }
 
