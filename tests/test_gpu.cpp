@@ -48,20 +48,10 @@ const torch::Device kCuda(torch::kCUDA, 0);
 
 using turnrl::test::model_folder;
 using turnrl::test::model_golden;
+using turnrl::test::golden_prompts;
 using turnrl::test::to_floats;
 using turnrl::test::to_tensor;
 
-std::vector<std::vector<int32_t>> golden_prompts(const json& g) {
-  std::vector<std::vector<int32_t>> prompts;
-  for (size_t b = 0; b < g["input_ids"].size(); ++b) {
-    std::vector<int32_t> row;
-    for (size_t t = 0; t < g["input_ids"][b].size(); ++t) {
-      if (g["attention_mask"][b][t].get<int>() == 1) row.push_back(g["input_ids"][b][t].get<int32_t>());
-    }
-    prompts.push_back(row);
-  }
-  return prompts;
-}
 
 double max_abs_difference(Qwen2Model& a, Qwen2Model& b) {
   double most = 0;

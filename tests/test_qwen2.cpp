@@ -102,14 +102,7 @@ TEST_CASE("greedy generation with the KV cache reproduces Hugging Face's tokens,
     const json gold = model_golden(name);
     for (const auto& g : gold["generation"]) {
       INFO(g["case"].get<std::string>());
-      std::vector<std::vector<int32_t>> prompts;
-      for (size_t b = 0; b < g["input_ids"].size(); ++b) {
-        std::vector<int32_t> row;
-        for (size_t t = 0; t < g["input_ids"][b].size(); ++t) {
-          if (g["attention_mask"][b][t].get<int>() == 1) row.push_back(g["input_ids"][b][t].get<int32_t>());
-        }
-        prompts.push_back(row);
-      }
+      const std::vector<std::vector<int32_t>> prompts = turnrl::test::golden_prompts(g);
       SamplingParams params;
       params.greedy = true;
       params.max_new_tokens = 20;
