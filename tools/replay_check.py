@@ -39,7 +39,17 @@ def shorten_train(config, work, iterations):
     else:
         model["path"] = str(ROOT / model["path"])
     if model.get("device", "cpu") != "cpu" and shutil.which("nvidia-smi") is None:
-        model["device"] = "cpu"  # a GPU config on a machine without one: the same steps on the CPU
+        # A GPU config on a machine without one: the same steps on the CPU, at a CPU's batch shape.
+        model["device"] = "cpu"
+        model["threads"] = 1
+        sampling = config.setdefault("sampling", {})
+        sampling["max_response_tokens"] = min(int(sampling.get("max_response_tokens", 1)), 32)
+        env = config.setdefault("env", {})
+        if int(env.get("group_size", 1)) == 1:
+            env["n_env"] = min(int(env.get("n_env", 32)), 16)
+    ppo = config.get("ppo") or {}
+    if "critic_warmup_iterations" in ppo:
+        ppo["critic_warmup_iterations"] = min(int(ppo["critic_warmup_iterations"]), 2)
     fmt = config.get("format")
     if fmt and fmt.get("model"):
         fmt["model"] = str(work / "models" / "format")
