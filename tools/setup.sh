@@ -23,6 +23,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev        # the env server (turnrl env-server) and its C++ clients
   python3-zmq                   # the Python package (python/turnrl_env) and its tests
   python3-venv python3-setuptools  # its offline install test: pip install --no-build-isolation into a venv
+  python3-yaml                  # tools/replay_check.py rewrites configs
   clang                         # tools/fuzz.sh: libFuzzer and its sanitizer runtimes come with clang, not gcc
   python3 tmux
 )
