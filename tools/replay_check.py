@@ -47,6 +47,8 @@ def shorten_train(config, work, iterations):
         env = config.setdefault("env", {})
         if int(env.get("group_size", 1)) == 1:
             env["n_env"] = min(int(env.get("n_env", 32)), 16)
+            ppo = config.setdefault("ppo", {})
+            ppo["minibatch"] = min(int(ppo.get("minibatch", 128)), env["n_env"] * int(env.get("e_len", 16)))
     ppo = config.get("ppo") or {}
     if "critic_warmup_iterations" in ppo:
         ppo["critic_warmup_iterations"] = min(int(ppo["critic_warmup_iterations"]), 2)
