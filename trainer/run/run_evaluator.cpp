@@ -50,7 +50,7 @@ nlohmann::json RunEvaluator::score(agents::Agent& agent, const char* type, int i
     if (!task.unlock_rates.empty()) spdlog::info("      {:<28} Crafter score {:.1f}%: {}", task.task, task.crafter_score, unlock_summary(task));
   }
   if (tasks_out) *tasks_out = tasks;
-  return nlohmann::json{{"type", type},         {"iteration", iteration},     {"minutes", clock_.elapsed() / 60.0},
+  return nlohmann::json{{"type", type},         {"iteration", iteration},     {"minutes", minutes},
                         {"decoding", decoding}, {"success", success},         {"progression", progression},
                         {"progression_se", progression_se}, {"mean_length", length}, {"episodes", episodes}, {"first_seed", first_seed},
                         {"tasks", scores["tasks"]}};
