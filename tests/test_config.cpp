@@ -126,6 +126,25 @@ TEST_CASE("overrides are checked as the file's keys and named --set") {
   CHECK(load_error(write_file("o2.yaml", "model: {path: m}\nformat: {policy: expert}\n")).find("format.model: is required") != std::string::npos);
 }
 
+TEST_CASE("turnrl sft reads the format section's fine-tuning keys, declared once") {
+  const turnrl::trainer::FineTuning tuning = TrainConfig::fine_tuning({"format.epochs=4", "format.lr_schedule=cosine", "format.lr=3e-3"});
+  CHECK(tuning.epochs == 4);
+  CHECK(tuning.lr == doctest::Approx(3e-3));
+  CHECK(tuning.lr_schedule == turnrl::trainer::LrSchedule::kCosine);
+  CHECK(tuning.batch_size == turnrl::trainer::FineTuning{}.batch_size);
+  const auto error = [](const std::vector<std::string>& overrides) {
+    try {
+      TrainConfig::fine_tuning(overrides);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error({"format.batch_size=0"}) == "--set: format.batch_size: must be > 0");
+  CHECK(error({"format.policy=expert"}) == "--set: format.policy: unknown key");  // a data key: make-sft-data's
+  CHECK(error({"ppo.clip=0.1"}) == "--set: ppo: unknown key");
+}
+
 TEST_CASE("eval sweeps: a renamed key is refused naming its new name") {
   const std::string models = "models:\n  - {name: e, type: expert}\n";
   const std::string tasks = write_file("r1.yaml", "tasks: [babyai/goto]\n" + models);

@@ -354,7 +354,7 @@ TEST_CASE("turnrl sft --nproc 2 fine-tunes as one process does") {
            << "\n";
     }
   }
-  const std::string common = "sft --data " + root + "/data.jsonl --model " + root + "/base --epochs 2 --batch-size 8 --lr 3e-3 --threads 1";
+  const std::string common = "sft --data " + root + "/data.jsonl --model " + root + "/base --set format.epochs=2 --set format.batch_size=8 --set format.lr=3e-3 --threads 1";
   const auto alone = run_turnrl(common + " --out " + root + "/alone");
   REQUIRE_MESSAGE(alone.exit_code == 0, alone.output);
   const auto ranks = run_turnrl(common + " --nproc 2 --out " + root + "/ranks");

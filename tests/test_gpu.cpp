@@ -213,7 +213,7 @@ TEST_CASE("turnrl sft --device cuda fine-tunes as on the CPU; two ranks (NCCL, o
            << "\n";
     }
   }
-  const std::string common = "sft --data " + root + "/data.jsonl --model " + root + "/base --epochs 2 --batch-size 8 --lr 3e-3 --threads 1";
+  const std::string common = "sft --data " + root + "/data.jsonl --model " + root + "/base --set format.epochs=2 --set format.batch_size=8 --set format.lr=3e-3 --threads 1";
   auto losses = [](const std::string& path) {
     std::vector<double> values;
     std::ifstream in(path);

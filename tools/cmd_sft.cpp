@@ -1,7 +1,6 @@
 // `turnrl sft` and `turnrl make-sft-data`: the supervised format stage as two commands (a config's
 // `format:` section runs the same code inside `turnrl train`).
 #include <cstdio>
-#include <map>
 
 #include <spdlog/spdlog.h>
 
@@ -12,7 +11,6 @@
 #include "tools/rank_launcher.h"
 #include "trainer/dist/distributed.h"
 #include "trainer/sft/format_stage.h"
-#include "trainer/sft/lr_schedule.h"
 #include "trainer/sft/sft_data.h"
 #include "trainer/sft/sft.h"
 #include "trainer/config/train_config.h"
@@ -33,18 +31,15 @@ int run_sft(int argc, char** argv) {
       ->required()->check(CLI::ExistingFile);
   app.add_option("--model", model, "the model folder to start from")->required()->check(CLI::ExistingDirectory);
   app.add_option("--out", out, "output model folder (not --model)")->required();
-  app.add_option("--epochs", settings.epochs, "passes over the data")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--lr", settings.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  std::map<std::string, trainer::LrSchedule> schedules;
-  for (const std::string& name : trainer::EnumNames<trainer::LrSchedule>::names()) schedules[name] = *trainer::parse_enum<trainer::LrSchedule>(name);
-  app.add_option("--lr-schedule", settings.lr_schedule, "constant, or cosine: from --lr down to 0 over the run")
-      ->transform(CLI::CheckedTransformer(schedules))->default_str("constant");
-  app.add_option("--batch-size", settings.batch_size, "examples per step")->capture_default_str()->check(CLI::PositiveNumber);
+  std::vector<std::string> overrides;
+  app.add_option("--set", overrides, "format.KEY=VALUE: the stepping, as a config's format section declares it (epochs, lr,\n"
+                                     "lr_schedule, batch_size; `turnrl config --reference`), e.g. --set format.epochs=4 --set format.lr=3e-3");
   app.add_option("--seed", settings.seed, "shuffle seed")->capture_default_str();
   app.add_option("--device", settings.device, "cpu or cuda")->capture_default_str();
   app.add_option("--threads", threads, "compute threads (of each rank)")->capture_default_str()->check(CLI::PositiveNumber);
   rank_options.add_to(app);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  static_cast<trainer::FineTuning&>(settings) = trainer::TrainConfig::fine_tuning(overrides);
   if (const std::optional<int> code = rank_options.launch(argc, argv)) return *code;
   const std::shared_ptr<trainer::ProcessGroup> ranks = rank_options.join();
   agents::set_compute_threads(threads);

@@ -165,6 +165,22 @@ Key<S> key(std::string name, T S::*member, std::string doc, Check<T> check = {})
   return key_at<S>(std::move(name), [member](S& s) -> T& { return s.*member; }, std::move(doc), std::move(check));
 }
 
+/** Base B's keys as keys of S, which derives from B: a group of keys declared once serves every
+ *  section built on it (the format section's play and fine-tuning keys). */
+template <typename S, typename B>
+  requires std::is_base_of_v<B, S>
+Schema<S> inherited_keys(const Schema<B>& keys) {
+  Schema<S> out;
+  for (const Key<B>& k : keys) {
+    out.push_back({k.name, [read = k.read](ConfigSection& section, S& s) { read(section, s); },
+                   [write = k.write](YAML::Emitter& emitter, const S& s) { write(emitter, s); },
+                   [describe = k.describe](std::vector<KeyInfo>& rows, const std::string& prefix, const S& defaults) {
+                     describe(rows, prefix, defaults);
+                   }});
+  }
+  return out;
+}
+
 /** How a nested mapping is read and written besides its keys. */
 template <typename S, typename Inner>
 struct SectionRules {

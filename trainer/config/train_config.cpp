@@ -45,31 +45,45 @@ void check_model(ConfigSection& section, const Model& m) {
   if (m.initializer_range > 0 && m.preset.empty()) section.fail("initializer_range", "needs model.preset (it draws a new model)");
 }
 
-Schema<Format> format_keys() {
+Schema<FormatPlay> format_play_keys() {
   const Check<std::string> has_action{[](const std::string& text) { return text.find("{action}") != std::string::npos; },
                                       "must contain {action}"};
   return {
-      key("model", &Format::model, "the stage's output folder (required in a format section); a folder that holds a model is reused"),
-      key("reply_template", &Format::reply_template, "the demonstrated reply: {action}, and {aim} (the expert's aim) before it",
+      key("reply_template", &FormatPlay::reply_template, "the demonstrated reply: {action}, and {aim} (the expert's aim) before it",
           has_action),
-      key("policy", &Format::policy, "who plays the stage's episodes: random actions or the env's scripted expert (envs/expert.h)"),
-      key("keyed_share", &Format::keyed_share, "random policy: share of actions keyed on the observation", unit_interval()),
-      key("expert_noise", &Format::expert_noise, "expert policy: share of turns played at random and not written",
+      key("policy", &FormatPlay::policy, "who plays the stage's episodes: random actions or the env's scripted expert (envs/expert.h)"),
+      key("keyed_share", &FormatPlay::keyed_share, "random policy: share of actions keyed on the observation", unit_interval()),
+      key("expert_noise", &FormatPlay::expert_noise, "expert policy: share of turns played at random and not written",
           half_open_unit_interval()),
-      key("expert_sight", &Format::expert_sight, "expert policy: what the expert reads, the whole state or only what the prompt shows"),
-      key("min_progression", &Format::min_progression, "episodes ending below this progression are not written (1: only won ones)",
+      key("expert_sight", &FormatPlay::expert_sight, "expert policy: what the expert reads, the whole state or only what the prompt shows"),
+      key("min_progression", &FormatPlay::min_progression, "episodes ending below this progression are not written (1: only won ones)",
           unit_interval()),
-      key("episodes", &Format::episodes, "episodes played, on seeds at the top of the training block", positive<int>()),
-      key("tasks", &Format::tasks, "the tasks the episodes are spread over, each one of env.id (unset: all of env.id)"),
-      key("epochs", &Format::epochs, "passes over the demonstrations", positive<int>()),
-      key("lr", &Format::lr, "the fine-tuning's AdamW learning rate", positive<double>()),
-      key("lr_schedule", &Format::lr_schedule, "the learning rate of each of the stage's fine-tunings"),
-      key("final_lr_schedule", &Format::final_lr_schedule, "the schedule of the stage's last fine-tuning (unset: lr_schedule)"),
-      key("batch_size", &Format::batch_size, "examples per fine-tuning step", positive<int>()),
-      key("dagger_rounds", &Format::dagger_rounds, "DAgger rounds after the demonstrations (expert policy)", non_negative<int>()),
-      key("dagger_episodes", &Format::dagger_episodes, "episodes the model plays in each DAgger round", non_negative<int>()),
-      key("dagger_epochs", &Format::dagger_epochs, "passes over the aggregated labels in each DAgger round", positive<int>()),
   };
+}
+
+Schema<FineTuning> fine_tuning_keys() {
+  return {
+      key("epochs", &FineTuning::epochs, "passes over the demonstrations", positive<int>()),
+      key("lr", &FineTuning::lr, "the fine-tuning's AdamW learning rate", positive<double>()),
+      key("lr_schedule", &FineTuning::lr_schedule, "the learning rate of each of the stage's fine-tunings"),
+      key("batch_size", &FineTuning::batch_size, "examples per fine-tuning step", positive<int>()),
+  };
+}
+
+/** The stage's own keys around the play and fine-tuning keys (declared once, above). */
+Schema<Format> format_keys() {
+  Schema<Format> keys = {
+      key("model", &Format::model, "the stage's output folder (required in a format section); a folder that holds a model is reused")};
+  const auto append = [&keys](const Schema<Format>& more) { keys.insert(keys.end(), more.begin(), more.end()); };
+  append(inherited_keys<Format>(format_play_keys()));
+  append({key("episodes", &Format::episodes, "episodes played, on seeds at the top of the training block", positive<int>()),
+          key("tasks", &Format::tasks, "the tasks the episodes are spread over, each one of env.id (unset: all of env.id)")});
+  append(inherited_keys<Format>(fine_tuning_keys()));
+  append({key("final_lr_schedule", &Format::final_lr_schedule, "the schedule of the stage's last fine-tuning (unset: lr_schedule)"),
+          key("dagger_rounds", &Format::dagger_rounds, "DAgger rounds after the demonstrations (expert policy)", non_negative<int>()),
+          key("dagger_episodes", &Format::dagger_episodes, "episodes the model plays in each DAgger round", non_negative<int>()),
+          key("dagger_epochs", &Format::dagger_epochs, "passes over the aggregated labels in each DAgger round", positive<int>())});
+  return keys;
 }
 
 void check_format(ConfigSection& section, const Format& f) {
@@ -358,6 +372,18 @@ std::string TrainConfig::to_yaml() const {
   YAML::Emitter out;
   write_keys(out, train_schema(), *this);
   return out.c_str();
+}
+
+FineTuning TrainConfig::fine_tuning(const std::vector<std::string>& overrides) {
+  YAML::Node node(YAML::NodeType::Map);
+  apply_overrides(node, overrides);
+  ConfigSection root("--set", node, "");
+  ConfigSection section = root.section("format");
+  FineTuning tuning;
+  read_keys(section, fine_tuning_keys(), tuning);
+  section.finish();
+  root.finish();
+  return tuning;
 }
 
 std::vector<KeyInfo> TrainConfig::reference() { return describe_keys(train_schema()); }

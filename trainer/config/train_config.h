@@ -33,36 +33,16 @@ struct TrainConfig {
    *  replies of random actions or of the env's scripted expert (trainer/sft/format_stage.*), so a model
    *  that cannot yet write the reply format learns it before PPO (and, from the expert, how to
    *  play). PPO then starts from, and keeps its KL reference at, `model`. */
-  struct Format {
+  struct Format : FormatPlay, FineTuning {
     std::string model;  // the stage's output folder; empty: no stage. A folder that holds a model is reused
-    std::string reply_template = "ACTION: {action}";
-    /** Who plays the stage's episodes: random (keyed_share applies) or expert (envs/expert.h). */
-    FormatPolicy policy = FormatPolicy::kRandom;
-    /** Share of the random actions keyed on the observation: a format stage whose actions ignore
-     *  the observation teaches the model to ignore it, and PPO cannot undo that (test_learning). */
-    double keyed_share = 0.5;
-    /** With the expert policy, the share of turns that play a random action instead and are not
-     *  demonstrations: the expert's next turns show how to recover from where the noise led. */
-    double expert_noise = 0.0;
-    /** With the expert policy, what it may read: "full" (the whole state) or "view" (only what the
-     *  prompt shows, searching where the objects it needs are out of view; envs/expert.h). A model
-     *  can follow the view-bound expert's choices; the full one's turn towards what it cannot see. */
-    envs::ExpertSight expert_sight = envs::ExpertSight::kFull;
-    /** Episodes ending below this progression are not written (1: only won episodes teach). */
-    double min_progression = 0.0;
     int episodes = 200;  // played on seeds at the top of the training block, never evaluation seeds
     /** The tasks the episodes are spread over, each one of env.id; empty: all of env.id. An
      *  expert's demonstrations can leave out the tasks it solves slowly or not at all. */
     std::vector<std::string> tasks;
-    int epochs = 2;
-    double lr = 1e-3;
-    /** constant or cosine (trainer/sft/lr_schedule.h), in each of the stage's fine-tunings. */
-    LrSchedule lr_schedule = LrSchedule::kConstant;
     /** The schedule of the stage's last fine-tuning (the last DAgger round's pass, or the
      *  demonstrations' epochs without rounds); unset: `lr_schedule`. Annealing only the last pass
      *  keeps the rounds' models exploring at the full rate (docs/results). */
     std::optional<LrSchedule> final_lr_schedule;
-    int batch_size = 32;
     /** DAgger after the demonstrations (policy expert): each round the stage's model plays
      *  `dagger_episodes` episodes, sampled as in training, the expert labels every state it
      *  reached, and the model fine-tunes on the demonstrations and every round's labels so far
@@ -190,6 +170,9 @@ struct TrainConfig {
   std::string to_yaml() const;
   /** Every key with its type, default and doc (`turnrl config --reference`). */
   static std::vector<KeyInfo> reference();
+  /** The format section's fine-tuning keys from `format.KEY=VALUE` overrides alone (`turnrl sft`),
+   *  checked as a file's; any other key is refused. */
+  static FineTuning fine_tuning(const std::vector<std::string>& overrides);
 };
 
 template <>

@@ -125,9 +125,7 @@ void make_format_model(const TrainConfig& c, const StageRanks& ranks) {
   spdlog::info("format stage: {} turns played, {} written (from {} of {} episodes, mean progression {:.3f}); fine-tuning {}",
                counts.turns, counts.transcripts, counts.episodes_written, f.episodes, counts.progression_sum / f.episodes, c.model.path);
   SftSettings settings;
-  settings.epochs = f.epochs;
-  settings.lr = f.lr;
-  settings.batch_size = f.batch_size;
+  static_cast<FineTuning&>(settings) = f;
   settings.seed = c.run.seed;
   settings.device = c.model.device;
   const auto schedule = [&f](bool last) { return last && f.final_lr_schedule ? *f.final_lr_schedule : f.lr_schedule; };
@@ -153,12 +151,7 @@ SftDataSpec format_data_spec(const TrainConfig& c, const std::string& model_dir,
   data.tasks = c.format.tasks.empty() ? c.env.ids : c.format.tasks;
   data.env_options = c.env.options;
   data.turn = c.turn;
-  data.reply_template = c.format.reply_template;
-  data.policy = c.format.policy;
-  data.keyed_share = c.format.keyed_share;
-  data.expert_noise = c.format.expert_noise;
-  data.expert_sight = c.format.expert_sight;
-  data.min_progression = c.format.min_progression;
+  static_cast<FormatPlay&>(data) = c.format;
   data.episodes = c.format.episodes;
   // The top of the run's training block: seeds evaluation never uses (TrainConfig::load checks).
   data.first_seed = c.run.first_training_seed() + TrainConfig::Run::kTrainingSeedSpan - static_cast<uint64_t>(c.format.episodes);

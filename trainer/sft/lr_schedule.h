@@ -1,6 +1,6 @@
 #pragma once
-// Learning-rate schedules of the supervised stage (trainer/sft/sft.h); torch-free, so configs name
-// them here.
+// Learning-rate schedules and the stepping of the supervised stage (trainer/sft/sft.h); torch-free,
+// so configs name them here.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -18,6 +18,15 @@ struct EnumNames<LrSchedule> {
     static const std::vector<std::string> n = {"constant", "cosine"};
     return n;
   }
+};
+
+/** How a supervised fine-tuning steps: declared once, the `format:` section's keys (TrainConfig::Format)
+ *  and `turnrl sft --set format.KEY=VALUE` read into it, and run_sft (SftSettings) steps by it. */
+struct FineTuning {
+  int epochs = 2;
+  double lr = 1e-3;  // AdamW's
+  LrSchedule lr_schedule = LrSchedule::kConstant;
+  int batch_size = 32;
 };
 
 /** The rate of step `step` (0-based) of `total_steps`. */

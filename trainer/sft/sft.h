@@ -18,13 +18,8 @@ namespace turnrl::trainer {
 
 class ProcessGroup;  // trainer/dist/distributed.h
 
-struct SftSettings {
-  int epochs = 2;
-  double lr = 1e-3;
-  /** constant, or cosine: from `lr` down to 0 over the run's steps, so the model a run ends
-   *  with is not one noisy step of a high rate. */
-  LrSchedule lr_schedule = LrSchedule::kConstant;
-  int batch_size = 32;
+/** The stepping (FineTuning: epochs, lr, lr_schedule, batch_size) and where it runs. */
+struct SftSettings : FineTuning {
   double max_grad_norm = 1.0;
   uint64_t seed = 0;  // shuffle order
   std::string device = "cpu";

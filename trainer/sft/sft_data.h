@@ -34,21 +34,31 @@ struct EnumNames<FormatPolicy> {
   }
 };
 
-struct SftDataSpec {
-  std::vector<std::string> tasks;  // episodes are spread over the tasks in turn
-  nlohmann::json env_options = nlohmann::json::object();
-  TurnSettings turn;
+/** How format data's episodes are played and which are written: declared once, as the `format:`
+ *  section's keys (TrainConfig::Format derives from it). */
+struct FormatPlay {
   std::string reply_template = "ACTION: {action}";
   FormatPolicy policy = FormatPolicy::kRandom;
-  /** With the random policy, the share of turns whose action is the observation's own fixed random action (RandomAgent). */
-  double keyed_share = 0.0;
-  /** With the expert policy, the share of turns played by a random action (and not written), in [0, 1). */
+  /** With the random policy, the share of turns whose action is the observation's own fixed random
+   *  action (RandomAgent): actions that ignore the observation teach the model to ignore it, and PPO
+   *  cannot undo that (test_learning). */
+  double keyed_share = 0.5;
+  /** With the expert policy, the share of turns played by a random action (and not written), in [0, 1):
+   *  the expert's next turns show how to recover from where the noise led. */
   double expert_noise = 0.0;
-  /** With the expert policy, what it may read: the whole state or what the prompt shows (envs/expert.h). */
+  /** With the expert policy, what it may read: the whole state or only what the prompt shows
+   *  (envs/expert.h). A model can follow the view-bound expert's choices; the full one's turn
+   *  towards what it cannot see. */
   envs::ExpertSight expert_sight = envs::ExpertSight::kFull;
   /** Episodes that end below this BALROG progression are played but not written (1: the won ones),
    *  so a demonstration never teaches a loop that runs into the time limit. */
   double min_progression = 0.0;
+};
+
+struct SftDataSpec : FormatPlay {
+  std::vector<std::string> tasks;  // episodes are spread over the tasks in turn
+  nlohmann::json env_options = nlohmann::json::object();
+  TurnSettings turn;
   uint64_t first_seed = 0;  // episode i uses first_seed + i: keep it away from evaluation seeds
   int episodes = 0;
   /** One rank's share of a data-parallel run's episodes: those i with i % ranks == rank, each with
