@@ -1,5 +1,5 @@
-// The format stage (format data in training's prompts from make-sft-data, supervised fine-tuning
-// from sft) and the whole chain learning: format stage, then PPO with multi-token replies.
+// The format stage: format data in training's prompts (make-sft-data), supervised fine-tuning (sft),
+// DAgger, and what a fine-tuning can learn. PPO learning after it: test_rl_learns.
 #include "torch_doctest.h"
 
 #include <algorithm>
@@ -45,26 +45,10 @@ std::vector<nlohmann::json> read_lines(const std::string& path) {
   return lines;
 }
 
-/** A 3-cell corridor with free-form replies after a format stage (one compute thread: on a busy
- *  2-core machine two are several times slower). */
-std::string corridor_config(const std::string& root, int iterations) {
-  return "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
-         "format:\n  model: " + root + "/format\n  reply_template: 'ACTION: {action}'\n  episodes: 100\n"
-         "  epochs: 4\n  lr: 3.0e-3\n  batch_size: 32\n"
-         "env:\n  id: corridor/short\n  options: {length: 3}\n  n_env: 32\n  e_len: 8\n"
-         "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  history_entry: action\n"
-         "  invalid_penalty: -0.1\n  binary_reward: true\n"
-         "sampling:\n  max_response_tokens: 6\n  action_tokens_only: false\n"
-         "ppo:\n  actor_lr: 3.0e-4\n  critic_lr: 2.0e-3\n  epochs: 4\n  minibatch: 64\n  kl_coef: 0.001\n  entropy_coef: 0.01\n"
-         "  step_gamma: 0.9\n  token_gamma: 1.0\n  token_lambda: 1.0\n  critic_warmup_iterations: 1\n"
-         "run:\n  iterations: " + std::to_string(iterations) + "\n  eval_every: 100\n  eval_episodes: 40\n  checkpoint_every: 100\n"
-         "  out: " + root + "/run\n";
-}
-
 /** The corridor config on BabyAI goto with 2 distractors (an env with a scripted expert), the
  *  previous turn in the prompt, and `format` in place of the stage's episode count. */
 std::string expert_goto_config(const std::string& root, const std::string& format) {
-  std::string yaml = corridor_config(root, 1);
+  std::string yaml = turnrl::test::corridor_config(root, 1);
   const std::string corridor = "corridor/short\n  options: {length: 3}";
   yaml.replace(yaml.find(corridor), corridor.size(), "babyai/goto\n  options: {num_dists: 2}");
   yaml.replace(yaml.find("history: 0"), 10, "history: 1");
@@ -140,7 +124,7 @@ TEST_CASE("sft batches: every example once per epoch, rows of like prompt length
 TEST_CASE("format data: training's prompts, template replies with valid actions, seeds outside evaluation") {
   const turnrl::test::TempDir run_dir("turnrl_sft_data_test");
   const std::string& root = run_dir.path();
-  const TrainConfig config = TrainConfig::load(write_config("sft_data.yaml", corridor_config(root, 1)));
+  const TrainConfig config = TrainConfig::load(write_config("sft_data.yaml", turnrl::test::corridor_config(root, 1)));
   turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
   const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
   SftDataSpec spec = format_data_spec(config, config.model.path, tokenizer);
@@ -212,7 +196,7 @@ TEST_CASE("format data from the expert with noise: random turns are played, not 
   CHECK(won.episodes_written < 40u);
   CHECK(won.transcripts < won.turns);
   CHECK(read_lines(root + "/won.jsonl").size() == won.transcripts);
-  std::string random_yaml = corridor_config(root, 1);
+  std::string random_yaml = turnrl::test::corridor_config(root, 1);
   random_yaml.replace(random_yaml.find("  episodes: 100"), 15, "  expert_noise: 0.3\n  episodes: 100");
   CHECK_THROWS_WITH(TrainConfig::load(write_config("sft_noise_random.yaml", random_yaml)), doctest::Contains("needs policy: expert"));
 }
@@ -327,7 +311,7 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
 TEST_CASE("a run draws its new base model with model.initializer_range and refuses a folder drawn otherwise") {
   const turnrl::test::TempDir run_dir("turnrl_initializer_range_run");
   const std::string& root = run_dir.path();
-  std::string yaml = corridor_config(root, 1);
+  std::string yaml = turnrl::test::corridor_config(root, 1);
   yaml.replace(yaml.find("  preset: tiny\n"), 15, "  preset: tiny\n  initializer_range: 0.125\n");
   TrainConfig config = TrainConfig::load(write_config("initializer_range.yaml", yaml));
   REQUIRE(config.model.initializer_range == 0.125);
@@ -567,37 +551,4 @@ TEST_CASE("the tiny preset learns replies that depend on action words in the obs
       CHECK(best == rule(left));
     }
   }
-}
-
-TEST_CASE("training learns: after the format stage, PPO solves the corridor with multi-token free-form replies") {
-  const turnrl::test::TempDir run_dir("turnrl_learning_test");
-  const std::string& root = run_dir.path();
-  const std::string config_path = write_config("learning.yaml", corridor_config(root, 15));
-  PpoTrainer(TrainConfig::load(config_path), "").train();
-  // The stage made its model once, with a falling loss, and the run started from it.
-  const std::vector<nlohmann::json> sft = read_lines(root + "/format/sft_metrics.jsonl");
-  REQUIRE(sft.size() >= 4u);
-  CHECK(sft.back().at("loss").get<double>() < 0.5 * sft.front().at("loss").get<double>());
-  const std::vector<nlohmann::json> evals = turnrl::test::metrics_of_type(root + "/run/metrics.jsonl", "eval");
-  const std::vector<nlohmann::json> train = turnrl::test::metrics_of_type(root + "/run/metrics.jsonl", "train");
-  REQUIRE(evals.size() == 2u);
-  REQUIRE(!train.empty());
-  CHECK(evals.back().at("decoding") == "greedy");
-  const double before = evals.front().at("success"), after = evals.back().at("success");
-  INFO("greedy success before PPO " << before << ", after " << after);
-  CHECK(after >= 0.9);
-  CHECK(after >= before + 0.2);
-  // The format survives PPO: invalid replies sampled at temperature 1 over the last 5 iterations
-  // (256 turns each, so about 1.4 points of noise an iteration at 5%) stay well under the 20-30%
-  // of the early iterations while the policy moves.
-  REQUIRE(train.size() >= 5u);
-  double late_invalid = 0;
-  for (size_t k = train.size() - 5; k < train.size(); ++k) late_invalid += train[k].at("invalid_rate").get<double>() / 5;
-  CHECK(late_invalid < 0.1);
-  CHECK(train.back().at("reply_tokens").get<double>() >= 4.0);  // "ACTION", ":", "go", side, end of turn
-  // A second run reuses the stage's model instead of making it again.
-  const auto made = std::filesystem::last_write_time(root + "/format/model.safetensors");
-  TrainConfig again = TrainConfig::load(config_path);
-  CHECK(prepare_initial_model(again) == root + "/format");
-  CHECK(std::filesystem::last_write_time(root + "/format/model.safetensors") == made);
 }

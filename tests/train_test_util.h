@@ -26,6 +26,22 @@ inline std::string write_config(const std::string& name, const std::string& text
   return path;
 }
 
+/** A 3-cell corridor with free-form replies after a format stage of random keyed actions, PPO for
+ *  `iterations` (one compute thread: on a busy 2-core machine two are several times slower). */
+inline std::string corridor_config(const std::string& root, int iterations) {
+  return "model:\n  path: " + root + "/base\n  preset: tiny\n  threads: 1\n"
+         "format:\n  model: " + root + "/format\n  reply_template: 'ACTION: {action}'\n  episodes: 100\n"
+         "  epochs: 4\n  lr: 3.0e-3\n  batch_size: 32\n"
+         "env:\n  id: corridor/short\n  options: {length: 3}\n  n_env: 32\n  e_len: 8\n"
+         "turn:\n  layout: compact\n  history: 0\n  reply_format: action-tag\n  history_entry: action\n"
+         "  invalid_penalty: -0.1\n  binary_reward: true\n"
+         "sampling:\n  max_response_tokens: 6\n  action_tokens_only: false\n"
+         "ppo:\n  actor_lr: 3.0e-4\n  critic_lr: 2.0e-3\n  epochs: 4\n  minibatch: 64\n  kl_coef: 0.001\n  entropy_coef: 0.01\n"
+         "  step_gamma: 0.9\n  token_gamma: 1.0\n  token_lambda: 1.0\n  critic_warmup_iterations: 1\n"
+         "run:\n  iterations: " + std::to_string(iterations) + "\n  eval_every: 100\n  eval_episodes: 40\n  checkpoint_every: 100\n"
+         "  out: " + root + "/run\n";
+}
+
 /** A JSON file, parsed (a run's checkpoint/state.json, a summary). */
 inline nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
