@@ -24,7 +24,6 @@
 #include "trainer/dist/distributed.h"
 #include "trainer/sft/format_stage.h"
 #include "trainer/rollout/episode_runner.h"
-#include "trainer/run/ppo_trainer.h"
 #include "trainer/sft/sft_data.h"
 #include "trainer/sft/sft.h"
 #include "trainer/config/train_config.h"
