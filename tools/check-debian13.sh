@@ -43,8 +43,9 @@ cleanup() {
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount -l "${MOUNTS[i]}" 2>/dev/null || true; done
 }
 trap cleanup EXIT
-bind() {  # bind SRC DST [fstype]
+bind() {  # bind SRC DST [fstype]; a mount a killed run left behind is replaced
   mkdir -p "$2"
+  if mountpoint -q "$2"; then umount -l "$2"; fi
   if [ -n "${3:-}" ]; then mount -t "$3" "$3" "$2"; else mount --bind "$1" "$2"; fi
   MOUNTS+=("$2")
 }
