@@ -181,7 +181,8 @@ int run_play(int argc, char** argv) {
   if (agent_kind == "llm") {
 #ifdef TURNRL_WITH_TORCH
     if (model_dir.empty()) throw std::invalid_argument("play --agent llm needs --model DIR or --run RUN");
-    trainer::TrainConfig sampling = setup.train.value_or(trainer::TrainConfig{});
+    trainer::TrainConfig sampling;
+    if (setup.train) sampling = *setup.train;
     sampling.env.ids = {setup.env_id};
     if (!setup.train) sampling.sampling.action_tokens_only = false;
     agent = trainer::make_policy_agent(agents::LanguageModel::load(model_dir, sampling.model.device), sampling, true);
