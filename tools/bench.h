@@ -15,6 +15,7 @@ int bench_rollout(int argc, char** argv);
 int bench_env_server(int argc, char** argv);
 int bench_reward(int argc, char** argv);
 int bench_allocator(int argc, char** argv);
+int bench_update(int argc, char** argv);
 
 /** Runs `command` and returns what it printed, or nullopt with a warning when it could not start or failed. */
 std::optional<std::string> command_output(const std::string& command);

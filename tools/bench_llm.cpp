@@ -20,14 +20,11 @@
 #include "agents/model/qwen2_model.h"
 #include "agents/model/tokenizer.h"
 #include "tools/bench.h"
+#include "tools/bench_timing.h"
 #include "tools/cli.h"
 
 namespace turnrl::tools {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 /** Shared libraries with "blas" in their name that this process has loaded. */
 std::string loaded_blas() {
@@ -47,42 +44,6 @@ std::string loaded_blas() {
   for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
   return out.empty() ? "(none found)" : out;
 }
-
-// Timings: the shortest of at least `min_runs` runs after an untimed warm-up, going on while under
-// `budget_s` seconds in all (up to 200 rounds): the machine's other work only ever slows a run.
-// Figures compared with each other (the forward and the matmul peak) take turns in one window, so a
-// quiet or a busy moment of this shared machine falls on both alike.
-constexpr double kTimingBudgetSeconds = 4.0;
-
-std::vector<double> best_seconds_side_by_side(const std::vector<std::function<void()>>& runs, int min_runs, double budget_s) {
-  for (const auto& run : runs) run();
-  std::vector<double> best(runs.size(), 1e30);
-  const auto all = Clock::now();
-  for (int r = 0; r < min_runs || (r < 200 && seconds_since(all) < budget_s); ++r) {
-    for (size_t i = 0; i < runs.size(); ++i) {
-      const auto start = Clock::now();
-      runs[i]();
-      best[i] = std::min(best[i], seconds_since(start));
-    }
-  }
-  return best;
-}
-
-double best_seconds(const std::function<void()>& run, int min_runs, double budget_s) {
-  return best_seconds_side_by_side({run}, min_runs, budget_s).front();
-}
-
-/** The float32 n x n matrix product that defines the machine's peak. */
-struct PeakProduct {
-  explicit PeakProduct(int64_t n) : n(n), a(torch::randn({n, n})), b(torch::randn({n, n})) {}
-  void operator()() const {
-    torch::NoGradGuard no_grad;
-    torch::mm(a, b);
-  }
-  double gflops(double seconds) const { return 2.0 * n * n * n / seconds / 1e9; }
-  int64_t n;
-  torch::Tensor a, b;
-};
 
 double tokenizer_mb_per_s(const std::string& dir, const std::vector<std::string>& texts, int repeats) {
   size_t bytes = 0;
@@ -142,9 +103,7 @@ ModelFigures measure_model(const agents::ModelConfig& config, int batch, int len
   figures.peak_gflops = peak.gflops(seconds[1]);
   // Matmul FLOPs: every non-embedding weight (twice per token), the output head, attention scores and mixing.
   const double h = config.hidden_size, tokens = static_cast<double>(batch) * length;
-  const double layer_weights = h * (config.num_attention_heads * config.head_dim()) * 2 +
-                               h * (config.num_key_value_heads * config.head_dim()) * 2 + 3.0 * h * config.intermediate_size;
-  const double flops = 2.0 * tokens * (config.num_hidden_layers * layer_weights + h * config.vocab_size) +
+  const double flops = 2.0 * tokens * (config.num_hidden_layers * layer_weights(config) + h * config.vocab_size) +
                        4.0 * batch * static_cast<double>(length) * length * config.num_attention_heads * config.head_dim() *
                            config.num_hidden_layers;
   figures.forward_gflops = flops / forward_seconds / 1e9;

@@ -20,6 +20,7 @@ const std::vector<Command>& benchmarks() {
       {"rollout", "asynchronous (fiber) rollouts vs lock-step: tiny LLM, HTTP agent against a stub", bench_rollout},
       {"reward", "streaming vs synchronous scoring by an HTTP scorer: share of scorer time hidden", bench_reward},
       {"allocator", "fine-tuning steps with freed memory kept in the heap vs glibc's default allocator", bench_allocator},
+      {"update", "PPO update seconds per collected turn on a config's prompts, share of matmul peak, vs another build", bench_update},
 #endif
   };
   return all;

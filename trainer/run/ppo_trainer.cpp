@@ -276,4 +276,22 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
                s.iteration, budget.elapsed() / 60.0, (s.setup_seconds + budget.elapsed()) / 60.0, c.run.out, c.run.out, c.run.out);
 }
 
+UpdateTimings PpoTrainer::time_updates(int updates) {
+  Impl& s = *impl_;
+  Collector collector(s.learner, *s.rollout, s.reward_streams);
+  const Collection collection = collector.collect();
+  UpdateTimings timings;
+  timings.turns = collection.batch.turns.size();
+  for (const TurnRecord& turn : collection.batch.turns) {
+    timings.prompt_tokens += static_cast<double>(turn.prompt_ids.size());
+    timings.response_tokens += static_cast<double>(turn.response_ids.size());
+  }
+  for (int u = 0; u < updates; ++u) {
+    const auto start = Clock::now();
+    ppo_update(s.learner, collection.batch, collection.targets, true, std::numeric_limits<size_t>::max());
+    timings.seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return timings;
+}
+
 }  // namespace turnrl::trainer

@@ -5,12 +5,20 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "trainer/config/train_config.h"
 
 namespace turnrl::trainer {
 
 class ProcessGroup;  // trainer/dist/distributed.h
+
+/** What `PpoTrainer::time_updates` measured. */
+struct UpdateTimings {
+  size_t turns = 0;                      // of the collection every update ran on
+  double prompt_tokens = 0, response_tokens = 0;  // summed over its turns
+  std::vector<double> seconds;           // of each update
+};
 
 class PpoTrainer {
  public:
@@ -23,6 +31,10 @@ class PpoTrainer {
   /** Runs to the configured iterations or minutes, or until `*stop_requested` (the iteration in
    *  flight finishes first); then always saves a checkpoint and the final model (RUN/model). */
   void train(const std::atomic<bool>* stop_requested = nullptr);
+
+  /** `turnrl bench update`: collects once, then runs `updates` PPO updates on that collection (the
+   *  weights move, the work per update does not), timing each as the loop's `seconds.update`. */
+  UpdateTimings time_updates(int updates);
 
   struct Impl;
 
