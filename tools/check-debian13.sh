@@ -59,10 +59,17 @@ bind "$SHARED" "$CHROOT/src/shared"
 mkdir -p "$CACHE/ccache"
 bind "$CACHE/ccache" "$CHROOT/root/.ccache"
 cp -L /etc/resolv.conf "$CHROOT/etc/resolv.conf"
+# Certificate authorities this host added (a proxy's, say) reach the chroot too, so npm and apt
+# inside it trust what the host trusts.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$CHROOT/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$CHROOT/usr/local/share/ca-certificates/"
+  chroot "$CHROOT" update-ca-certificates >/dev/null
+fi
 
 # Its own build folder, so the host's build/ (Debian 12) is left alone.
 chroot "$CHROOT" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  LANG=C.UTF-8 TERM=dumb TURNRL_BUILD_DIR=build-debian13 TURNRL_BUILD_JOBS="$JOBS" CCACHE_DIR=/root/.ccache \
+  LANG=C.UTF-8 TERM=dumb NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt TURNRL_BUILD_DIR=build-debian13 TURNRL_BUILD_JOBS="$JOBS" CCACHE_DIR=/root/.ccache \
   /bin/bash -c '
     set -euo pipefail
     cd /src/turnrl
