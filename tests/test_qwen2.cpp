@@ -157,6 +157,46 @@ TEST_CASE("the fused CPU kernels equal the torch path: GQA, head sizes, left pad
   }
 }
 
+TEST_CASE("keep_last: the last positions' hidden states and gradients equal the full pass's, on both paths") {
+  torch::manual_seed(5);
+  const ModelConfig config = small_config(64, 4, 2, 96);
+  Qwen2Model model(config, false);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.normal_(0.0, 0.3);
+  }
+  const int64_t batch = 4, length = 30, pad = 9, keep = 5;
+  const torch::Tensor ids = torch::randint(config.vocab_size, {batch, length}, torch::kInt64);
+  torch::Tensor mask = torch::ones({batch, length}, torch::kBool);
+  mask[1].narrow(0, 0, pad).fill_(false);
+  const torch::Tensor positions = (mask.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
+  const auto gradients = [&model](const torch::Tensor& loss) {
+    model->zero_grad();
+    loss.backward();
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : model->parameters()) grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return grads;
+  };
+  // Under autograd (the update's path): the same values, and the same gradients of a loss on them.
+  const torch::Tensor full = model->forward(ids, positions, mask).narrow(1, length - keep, keep);
+  const torch::Tensor last = model->forward(ids, positions, mask, nullptr, keep);
+  REQUIRE(last.sizes() == full.sizes());
+  CHECK((last - full).abs().max().item<double>() < 1e-5);
+  const torch::Tensor weights = torch::randn(full.sizes());
+  const std::vector<torch::Tensor> want = gradients((full * weights).sum()), got = gradients((last * weights).sum());
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, (got[i] - want[i]).abs().max().item<double>());
+    largest = std::max(largest, want[i].abs().max().item<double>());
+  }
+  CHECK(largest > 0.1);
+  CHECK(worst < 1e-4 * largest);
+  // Without autograd (the fused kernels: scoring).
+  torch::NoGradGuard no_grad;
+  CHECK((model->forward(ids, positions, mask, nullptr, keep) - full).abs().max().item<double>() < 1e-5);
+  CHECK((model->forward(ids, positions, mask, nullptr, length + 3) - model->forward(ids, positions, mask)).abs().max().item<double>() == 0.0);
+}
+
 TEST_CASE("fused attention: the same split over threads as on one, and equal to a plain softmax") {
   torch::manual_seed(5);
   torch::NoGradGuard no_grad;

@@ -52,13 +52,17 @@ std::string update_model(const trainer::TrainConfig& config, const std::string& 
   return work + "/model";
 }
 
-/** Matmul FLOPs of one update: per epoch, every turn through the actor (its output head at the
- *  response positions) and the critic, forward and backward (twice the forward), attention causal. */
+/** Matmul FLOPs of one update as the model computes it: per epoch, every turn through the actor
+ *  and the critic, forward and backward (twice the forward), attention causal. The last layer runs
+ *  only the response positions (and the one before them) past its key and value projections; the
+ *  actor's output head runs at the response positions. */
 double update_flops(const trainer::TrainConfig& config, const agents::ModelConfig& model, const trainer::UpdateTimings& t) {
-  const double layers = model.num_hidden_layers, width = model.num_attention_heads * model.head_dim();
-  const double tokens = t.prompt_tokens + t.response_tokens;
+  const double width = model.num_attention_heads * model.head_dim(), kv_weights = 2.0 * model.hidden_size * model.num_key_value_heads * model.head_dim();
+  const double tokens = t.prompt_tokens + t.response_tokens, queries = t.response_tokens + static_cast<double>(t.turns);
   const double mean_length = tokens / static_cast<double>(t.turns);
-  const double trunk = 2.0 * tokens * layers * layer_weights(model) + 2.0 * tokens * mean_length * width * layers;
+  const double full_layer = 2.0 * tokens * layer_weights(model) + 2.0 * tokens * mean_length * width;
+  const double last_layer = 2.0 * tokens * kv_weights + 2.0 * queries * (layer_weights(model) - kv_weights) + 4.0 * queries * mean_length * width;
+  const double trunk = (model.num_hidden_layers - 1) * full_layer + last_layer;
   const double head = 2.0 * t.response_tokens * model.hidden_size * model.vocab_size;
   const double passes = config.ppo.estimator == trainer::Estimator::kGae ? 2.0 : 1.0;
   return 3.0 * config.ppo.epochs * (passes * trunk + head);

@@ -193,8 +193,8 @@ ResponseBatch make_response_batch(const std::vector<std::vector<int32_t>>& promp
 torch::Tensor response_log_distributions(Qwen2Model& model, const ResponseBatch& batch, const std::vector<int32_t>& allowed_tokens) {
   const int64_t r = batch.response_width;
   // The logits that predict the R response columns sit one column earlier.
-  const torch::Tensor hidden = model->forward(batch.ids, batch.positions, batch.key_mask);
-  torch::Tensor logits = model->logits(hidden.narrow(1, batch.width - r - 1, r));
+  const torch::Tensor hidden = model->forward(batch.ids, batch.positions, batch.key_mask, nullptr, r + 1);
+  torch::Tensor logits = model->logits(hidden.narrow(1, 0, r));
   if (!allowed_tokens.empty()) {
     torch::Tensor blocked = torch::ones({logits.size(-1)}, torch::TensorOptions().dtype(torch::kBool).device(logits.device()));
     blocked.index_fill_(0, torch::tensor(std::vector<int64_t>(allowed_tokens.begin(), allowed_tokens.end()), torch::kInt64).to(logits.device()), false);
@@ -219,8 +219,7 @@ torch::Tensor response_logprobs(Qwen2Model& model, const ResponseBatch& batch, c
 
 torch::Tensor response_values(Qwen2Model& critic, const ResponseBatch& batch) {
   const int64_t r = batch.response_width;
-  const torch::Tensor hidden = critic->forward(batch.ids, batch.positions, batch.key_mask);
-  return critic->values(hidden.narrow(1, batch.width - r - 1, r + 1));
+  return critic->values(critic->forward(batch.ids, batch.positions, batch.key_mask, nullptr, r + 1));
 }
 
 }  // namespace turnrl::agents

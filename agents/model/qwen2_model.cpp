@@ -226,6 +226,13 @@ torch::Tensor masked_attention(const torch::Tensor& q, torch::Tensor k, torch::T
 
 namespace {
 
+/** The rows [B * H, length, T] of an additive mask [B * H, L, T] that belong to its last `length` queries. */
+torch::Tensor query_rows(const torch::Tensor& additive, int64_t batch, int64_t length) {
+  const int64_t steps = additive.size(1);
+  if (length == steps) return additive;
+  return additive.view({batch, -1, steps, additive.size(2)}).narrow(2, steps - length, length).reshape({-1, length, additive.size(2)});
+}
+
 torch::Tensor rotate_half(const torch::Tensor& x) {
   const int64_t half = x.size(-1) / 2;
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
@@ -233,28 +240,33 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 
 }  // namespace
 
-torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
-                                          const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer) {
-  const int64_t batch = x.size(0), length = x.size(1);
+torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& residual_in, const torch::Tensor& cos,
+                                          const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer,
+                                          int64_t queries) {
+  const int64_t batch = x.size(0), steps = x.size(1);
+  const int64_t length = queries > 0 && queries < steps ? queries : steps;  // the querying positions: the last `length`
+  const torch::Tensor residual = residual_in.narrow(1, steps - length, length);
   // Fused: the CPU kernels outside autograd, q, k and v from one stacked product (no gradient reaches
   // its stacked weights). Under autograd the projections and rotation are torch's.
   const bool fused = cpu_kernels::applies(x) && !mask.additive.defined();
   torch::Tensor q, k, v;
   if (fused) {  // one product for q, k and v; their columns are views of its rows
     const auto [weight, bias] = qkv_->get({q_proj, k_proj, v_proj});
-    const torch::Tensor qkv = torch::addmm(bias, x.reshape({batch * length, x.size(2)}), weight.t())
-                                  .view({batch, length, heads_ + 2 * kv_heads_, head_dim_});
+    const torch::Tensor qkv = torch::addmm(bias, x.reshape({batch * steps, x.size(2)}), weight.t())
+                                  .view({batch, steps, heads_ + 2 * kv_heads_, head_dim_});
     q = qkv.narrow(2, 0, heads_);
     k = qkv.narrow(2, heads_, kv_heads_);
     v = qkv.narrow(2, heads_ + kv_heads_, kv_heads_).transpose(1, 2);
     cpu_kernels::rotate_(q, cos, sin);
     cpu_kernels::rotate_(k, cos, sin);
     k = k.transpose(1, 2);
+    if (length < steps) q = q.narrow(1, steps - length, length).contiguous();  // the kernel reads equally spaced rows
   } else {
-    q = q_proj(x).view({batch, length, heads_, head_dim_}).transpose(1, 2);
-    k = k_proj(x).view({batch, length, kv_heads_, head_dim_}).transpose(1, 2);
-    v = v_proj(x).view({batch, length, kv_heads_, head_dim_}).transpose(1, 2);
-    q = q * cos + rotate_half(q) * sin;  // cos/sin: [B, 1, L, D]
+    const torch::Tensor x_queries = x.narrow(1, steps - length, length);
+    q = q_proj(x_queries).view({batch, length, heads_, head_dim_}).transpose(1, 2);
+    k = k_proj(x).view({batch, steps, kv_heads_, head_dim_}).transpose(1, 2);
+    v = v_proj(x).view({batch, steps, kv_heads_, head_dim_}).transpose(1, 2);
+    q = q * cos.narrow(2, steps - length, length) + rotate_half(q) * sin.narrow(2, steps - length, length);  // cos/sin: [B, 1, L, D]
     k = k * cos + rotate_half(k) * sin;
   }
   if (cache) std::tie(k, v) = cache->append(layer, k, v);
@@ -264,7 +276,7 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
         .view(residual.sizes());
   }
   // No additive mask: float32 on the CPU under autograd, the kernel with its backward.
-  const torch::Tensor out = mask.additive.defined() ? masked_attention(q, k, v, mask.additive)
+  const torch::Tensor out = mask.additive.defined() ? masked_attention(q, k, v, query_rows(mask.additive, batch, length))
                                                     : trainable_attention(q.transpose(1, 2), k, v, mask.key_mask);
   return residual + o_proj(out);
 }
@@ -306,8 +318,8 @@ Qwen2DecoderLayerImpl::Qwen2DecoderLayerImpl(const ModelConfig& config) {
 }
 
 torch::Tensor Qwen2DecoderLayerImpl::forward(const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                                             const AttentionMask& mask, KVStore* cache, size_t layer) {
-  const torch::Tensor out = self_attn(input_layernorm(h), h, cos, sin, mask, cache, layer);
+                                             const AttentionMask& mask, KVStore* cache, size_t layer, int64_t queries) {
+  const torch::Tensor out = self_attn(input_layernorm(h), h, cos, sin, mask, cache, layer, queries);
   return mlp(post_attention_layernorm(out), out);
 }
 
@@ -394,8 +406,8 @@ class Autocast {
 }  // namespace
 
 torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, const torch::Tensor& positions,
-                                      const torch::Tensor& key_mask, KVCache* cache) {
-  return run(ids, positions, key_mask, cache ? cache->length() : 0, cache);
+                                      const torch::Tensor& key_mask, KVCache* cache, int64_t keep_last) {
+  return run(ids, positions, key_mask, cache ? cache->length() : 0, cache, keep_last);
 }
 
 torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, SlotCache& cache, int64_t first_slot, const std::vector<int64_t>& tokens) {
@@ -406,7 +418,7 @@ torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, SlotCache& cache
 }
 
 torch::Tensor Qwen2ModelImpl::run(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& key_mask,
-                                  int64_t past, KVStore* cache) {
+                                  int64_t past, KVStore* cache, int64_t keep_last) {
   const int64_t batch = ids.size(0), length = ids.size(1);
   const int64_t total = past + length;
   TORCH_CHECK(key_mask.size(0) == batch && key_mask.size(1) == total, "key_mask must be [batch, cached + length]");
@@ -420,8 +432,9 @@ torch::Tensor Qwen2ModelImpl::run(const torch::Tensor& ids, const torch::Tensor&
   // kernels read that rule from key_mask; the torch path needs it spelt out per head.
   AttentionMask mask{key_mask, {}};
   if (!cpu_kernels::attention_applies(h)) mask.additive = additive_mask(key_mask, past, config_.num_attention_heads, h.scalar_type());
-  for (size_t i = 0; i < model->layers->size(); ++i) {
-    h = model->layers[i]->as<Qwen2DecoderLayerImpl>()->forward(h, cos, sin, mask, cache, i);
+  const size_t layers = model->layers->size();
+  for (size_t i = 0; i < layers; ++i) {
+    h = model->layers[i]->as<Qwen2DecoderLayerImpl>()->forward(h, cos, sin, mask, cache, i, i + 1 == layers ? keep_last : 0);
   }
   return model->norm(h).to(model->norm->weight.scalar_type());  // autocast may leave it in bf16
 }

@@ -113,8 +113,10 @@ class Qwen2AttentionImpl : public torch::nn::Module {
  public:
   explicit Qwen2AttentionImpl(const ModelConfig& config);
   /** residual + attention(x): the sum comes out of the output projection's product (BLAS beta = 1). */
+  /** With `queries` > 0 only the last `queries` positions query (and come out): the others give
+   *  their keys and values alone. */
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
-                        const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer);
+                        const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer, int64_t queries = 0);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -138,8 +140,9 @@ TORCH_MODULE(Qwen2MLP);
 class Qwen2DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit Qwen2DecoderLayerImpl(const ModelConfig& config);
+  /** `queries` as Qwen2Attention's: the output holds the last `queries` positions (0: all). */
   torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const AttentionMask& mask, KVStore* cache, size_t layer);
+                        const AttentionMask& mask, KVStore* cache, size_t layer, int64_t queries = 0);
   Qwen2Attention self_attn{nullptr};
   Qwen2MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -166,10 +169,13 @@ class Qwen2ModelImpl : public torch::nn::Module {
 
   /**
    * ids, positions: [B, L] int64. key_mask: [B, cached + L] bool, true for real tokens.
-   * Appends this step's keys/values to `cache` when given. Returns the final-norm hidden states [B, L, H].
+   * Appends this step's keys/values to `cache` when given. Returns the final-norm hidden states [B, L, H],
+   * or with `keep_last` > 0 those of the last `keep_last` positions [B, keep_last, H]: the last layer then
+   * computes only their queries, attention output and MLP (the others feed it keys and values alone),
+   * which is most of that layer's work where a long prompt precedes a short reply.
    */
   torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& key_mask,
-                        KVCache* cache = nullptr);
+                        KVCache* cache = nullptr, int64_t keep_last = 0);
   /** Ids [B, L] continuing cache slots first_slot + b, row b's first `tokens[b]` real (empty: all;
    *  see SlotCache::begin_step); appends to them. */
   torch::Tensor forward(const torch::Tensor& ids, SlotCache& cache, int64_t first_slot, const std::vector<int64_t>& tokens = {});
@@ -194,7 +200,7 @@ class Qwen2ModelImpl : public torch::nn::Module {
  private:
   /** The layers over ids [B, L]; `past` cache entries precede the step in every row. */
   torch::Tensor run(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& key_mask, int64_t past,
-                    KVStore* cache);
+                    KVStore* cache, int64_t keep_last = 0);
 
   ModelConfig config_;
   torch::Tensor cos_table_, sin_table_;  // [max_positions, head_dim], float32
