@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <deque>
 #include <future>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -141,7 +142,11 @@ struct HttpAgent::Impl {
   void answer(const CallPtr& call) {
     const unsigned status = call->response.result_int();
     const std::string& body = call->response.body();
-    if (status == 429 || status >= 500) return retry_or_fail(call, "HTTP " + std::to_string(status));
+    if (status == 429 || status >= 500) {
+      return retry_or_fail(call, "HTTP " + std::to_string(status),
+                           retry_after_seconds(std::string(call->response["retry-after-ms"]),
+                                               std::string(call->response[http::field::retry_after])));
+    }
     if (status != 200) {
       const std::string message = "HTTP " + std::to_string(status) + ": " + body.substr(0, 500);
       return finish(call, {{}, failure("http agent: " + config.base_url + ": " + message)});
@@ -159,14 +164,15 @@ struct HttpAgent::Impl {
     finish(call, std::move(result));
   }
 
-  void retry_or_fail(const CallPtr& call, const std::string& why) {
+  /** Another attempt after `wait` (the server's Retry-After) or the backoff, or the call's error. */
+  void retry_or_fail(const CallPtr& call, const std::string& why, std::optional<double> wait = std::nullopt) {
     if (stopping) return stopped(call);
     if (call->attempts > config.retries) {
       return finish(call, {{}, failure("http agent: cannot reach " + config.base_url + " after " + std::to_string(call->attempts) +
                                        " attempts (last: " + why + ")")});
     }
     call->backoff.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(config.backoff_s * (1 << (call->attempts - 1)))));
+        std::chrono::duration<double>(wait.value_or(config.backoff_s * (1 << (call->attempts - 1))))));
     call->backoff.async_wait([this, call](beast::error_code) { stopping ? stopped(call) : start(call); });
   }
 

@@ -3,8 +3,9 @@
 // its own I/O thread: each submitted prompt is one request, answered as soon as its reply arrives
 // (no batch barrier), over a pool of keep-alive connections (up to `concurrency` requests in
 // flight). Per-attempt timeouts, retries with exponential backoff on timeouts, connection errors,
-// 429 and 5xx, and a clear error naming the URL when the server cannot be reached. Plain http only
-// (use a local proxy for TLS endpoints).
+// 429 and 5xx (waiting instead what a server's Retry-After asks, as hosted APIs expect), and a
+// clear error naming the URL when the server cannot be reached. Plain http only (use a local
+// proxy for TLS endpoints).
 #include <memory>
 #include <string>
 
@@ -18,7 +19,7 @@ struct HttpAgentConfig {
   std::string api_key_env;  // env var holding the API key; empty or unset: no Authorization header
   double timeout_s = 60.0;  // per attempt: connecting, then sending and receiving
   int retries = 3;          // attempts after the first
-  double backoff_s = 0.5;   // wait before retry k: backoff_s * 2^k
+  double backoff_s = 0.5;   // wait before retry k: backoff_s * 2^k, unless the answer had a Retry-After
   double temperature = 1.0;
   int max_tokens = 64;
   int concurrency = 8;      // requests in flight at once, each on its own keep-alive connection

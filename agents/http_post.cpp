@@ -1,6 +1,8 @@
 #include "agents/http_post.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -19,8 +21,19 @@ using tcp = boost::asio::ip::tcp;
 
 /** An attempt that may succeed on retry (network trouble, 429, 5xx). */
 struct TransientError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit TransientError(const std::string& what, std::optional<double> retry_after = std::nullopt)
+      : std::runtime_error(what), retry_after(retry_after) {}
+  std::optional<double> retry_after;  // seconds the server asked to wait
 };
+
+/** `text` as a number of seconds in [0, 60] (what a client may wait), scaled by `unit`. */
+std::optional<double> wait_seconds(const std::string& text, double unit) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end) * unit;
+  if (end != text.c_str() + text.size() || !(value >= 0 && value <= 60)) return std::nullopt;
+  return value;
+}
 
 std::string attempt(const HttpUrl& url, const http::request<http::string_body>& request, std::chrono::milliseconds timeout) {
   boost::asio::io_context io;
@@ -47,7 +60,10 @@ std::string attempt(const HttpUrl& url, const http::request<http::string_body>& 
   http::async_read(stream, buffer, response, [&](beast::error_code e, size_t) { error = e; });
   run("receive");
   const unsigned status = response.result_int();
-  if (status == 429 || status >= 500) throw TransientError("HTTP " + std::to_string(status));
+  if (status == 429 || status >= 500) {
+    throw TransientError("HTTP " + std::to_string(status),
+                         retry_after_seconds(std::string(response["retry-after-ms"]), std::string(response[http::field::retry_after])));
+  }
   if (status != 200) throw std::runtime_error("HTTP " + std::to_string(status) + ": " + response.body().substr(0, 500));
   return std::move(response.body());
 }
@@ -72,6 +88,11 @@ HttpUrl HttpUrl::parse(const std::string& url, const std::string& what) {
   return out;
 }
 
+std::optional<double> retry_after_seconds(const std::string& retry_after_ms, const std::string& retry_after) {
+  if (const auto ms = wait_seconds(retry_after_ms, 0.001)) return ms;
+  return wait_seconds(retry_after, 1.0);
+}
+
 void HttpRetryPolicy::validate(const std::string& what) const {
   if (!(timeout_s > 0) || retries < 0 || !(backoff_s >= 0)) {
     throw std::invalid_argument(what + ": timeout must be > 0, retries >= 0 and backoff >= 0");
@@ -88,12 +109,14 @@ std::string http_post_json(const HttpUrl& url, const std::string& body, const Ht
   request.prepare_payload();
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(policy.timeout_s * 1000));
   std::string last_error;
+  std::optional<double> asked_wait;  // the last answer's Retry-After
   for (int k = 0; k <= policy.retries; ++k) {
-    if (k > 0) std::this_thread::sleep_for(std::chrono::duration<double>(policy.backoff_s * (1 << (k - 1))));
+    if (k > 0) std::this_thread::sleep_for(std::chrono::duration<double>(asked_wait.value_or(policy.backoff_s * (1 << (k - 1)))));
     try {
       return attempt(url, request, timeout);
     } catch (const TransientError& error) {
       last_error = error.what();
+      asked_wait = error.retry_after;
     } catch (const std::runtime_error& error) {
       throw std::runtime_error(what + ": " + url.text + ": " + error.what());
     }

@@ -1,9 +1,10 @@
 #pragma once
 // One JSON POST over Boost.Beast with what every HTTP client of the project needs: a timeout per
 // attempt (connect, send, receive each), retries with exponential backoff on transient failures
-// (timeouts, connection errors, 429 and 5xx), and errors that name the URL. Plain http only (use a
-// local proxy for TLS endpoints). The reward scorer client posts through it; HttpUrl also parses the
-// OpenAI-compatible agent's base_url.
+// (timeouts, connection errors, 429 and 5xx; a server's Retry-After replaces the backoff), and
+// errors that name the URL. Plain http only (use a local proxy for TLS endpoints). The reward
+// scorer client posts through it; HttpUrl also parses the OpenAI-compatible agent's base_url.
+#include <optional>
 #include <string>
 
 namespace turnrl::agents {
@@ -23,6 +24,11 @@ struct HttpRetryPolicy {
   /** Throws std::invalid_argument (prefixed with `what`) unless timeout_s > 0, retries >= 0, backoff_s >= 0. */
   void validate(const std::string& what) const;
 };
+
+/** The wait before retrying that a 429 or 5xx asks for: OpenAI's `retry-after-ms` first, then
+ *  `Retry-After` in seconds (the headers' values, empty when absent). nullopt when neither is a
+ *  number in [0, 60] s (an HTTP date, a longer wait): the client's own backoff applies then. */
+std::optional<double> retry_after_seconds(const std::string& retry_after_ms, const std::string& retry_after);
 
 /**
  * POSTs `body` (JSON text) to `url` with `bearer_token` (when non-empty) and returns the body of the

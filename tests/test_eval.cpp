@@ -1,10 +1,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "envs/registry.h"
@@ -182,5 +184,81 @@ TEST_CASE("eval with a human at the terminal: prompts shown, typed replies playe
   CHECK(record.at("turns")[0].at("action") == "turn left");
   CHECK(record.at("turns")[1].at("reply") == "I would rather fly");
   CHECK(record.at("turns")[1].at("action") == "go forward");  // the default after an invalid reply
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded unfinished; nothing lost; a rerun plays exactly those") {
+  // First run: every request of a seed divisible by 5 fails with 503 on each attempt (its episode
+  // ends recorded with the error); the first attempt of a seed that is 1 modulo 7 gets a 429 with
+  // a Retry-After. Second run: all succeed.
+  std::atomic<bool> failing{true};
+  std::map<int64_t, int> attempts;  // request seed -> attempts (the stub's thread; read between runs)
+  std::set<int64_t> limited;
+  serve::OpenAiStubServer server([&](int, const nlohmann::json& request) {
+    const int64_t seed = request.value("seed", int64_t{0});
+    const int attempt = attempts[seed]++;
+    serve::ChatStubReply reply{200, "go forward", 0};
+    if (failing && seed % 5 == 0) {
+      reply.status = 503;
+    } else if (failing && seed % 7 == 1 && attempt == 0) {
+      limited.insert(seed);
+      reply.status = 429;
+      reply.headers = {{"Retry-After", "1"}, {"retry-after-ms", "50"}};
+    }
+    return reply;
+  });
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_faults_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string config = (dir / "sweep.yaml").string();
+  constexpr int kEpisodes = 12;
+  std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\nenv:\n  id: [babyai/goto]\n"
+                        << "episodes_per_task: " << kEpisodes << "\nseed: 3\nparallel_episodes: 6\nturn: {max_turns: 4}\n"
+                        << "models:\n  - {name: api, type: http, base_url: \"" << server.base_url()
+                        << "\", model: m, timeout: 5, retries: 1, backoff: 0.01, concurrency: 6}\n";
+  const auto first = test::run_turnrl("eval --config " + config);
+  CHECK_MESSAGE(first.exit_code == 1, first.output);  // unfinished episodes remain
+  CHECK(first.output.find("unfinished") != std::string::npos);
+
+  // Nothing lost: every episode has a record, finished or ended with its error.
+  std::set<int> unfinished, finished;
+  for (const auto& line : split(read(dir / "out/episodes.jsonl"), '\n')) {
+    const auto record = nlohmann::json::parse(line);
+    const int episode = record.at("episode").get<int>();
+    if (record.contains("error")) {
+      CHECK(record.at("error").get<std::string>().find("HTTP 503") != std::string::npos);
+      CHECK(record.at("turns").back().contains("error"));
+      unfinished.insert(episode);
+    } else {
+      finished.insert(episode);
+    }
+  }
+  CHECK(unfinished.size() + finished.size() == static_cast<size_t>(kEpisodes));
+  CHECK_FALSE(unfinished.empty());
+  CHECK_FALSE(finished.empty());
+  for (const auto& [seed, count] : attempts) CHECK(count == (seed % 5 == 0 ? 2 : limited.count(seed) ? 2 : 1));
+  CHECK_FALSE(limited.empty());  // and each was asked again, above
+  size_t summarized = 0;
+  for (const auto& row : split(read(dir / "out/summary.csv"), '\n')) {
+    const auto cells = split(row, ',');
+    if (cells.size() == 6 && cells[2] == "babyai/goto") summarized = std::stoul(cells[3]);
+  }
+  CHECK(summarized == finished.size());  // unfinished episodes are left out of the summaries
+
+  failing = false;
+  const size_t lines_before = split(read(dir / "out/episodes.jsonl"), '\n').size();
+  const auto second = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(second.exit_code == 0, second.output);
+  const auto lines = split(read(dir / "out/episodes.jsonl"), '\n');
+  std::set<int> replayed;
+  for (size_t i = lines_before; i < lines.size(); ++i) {
+    const auto record = nlohmann::json::parse(lines[i]);
+    CHECK_FALSE(record.contains("error"));
+    CHECK(replayed.insert(record.at("episode").get<int>()).second);
+  }
+  CHECK(replayed == unfinished);
+  const auto third = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(third.exit_code == 0, third.output);
+  CHECK(split(read(dir / "out/episodes.jsonl"), '\n').size() == lines.size());  // nothing left to play
   std::filesystem::remove_all(dir);
 }

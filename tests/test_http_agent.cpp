@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -7,6 +8,8 @@
 #include <thread>
 
 #include "agents/http_agent.h"
+#include "agents/http_post.h"
+#include "tools/serve/hosted_api_traffic.h"
 #include "tools/serve/openai_stub_server.h"
 
 using namespace turnrl;
@@ -54,6 +57,64 @@ TEST_CASE("http agent: retries after a 500") {
   agents::HttpAgent agent(config_for(server.base_url()));
   CHECK(agent.complete({{"user", "x"}}) == "turn left");
   CHECK(server.requests() == 2);
+}
+
+TEST_CASE("http agent: a 429 waits the Retry-After it asks for, not the backoff") {
+  std::vector<std::chrono::steady_clock::time_point> arrivals;
+  serve::OpenAiStubServer server([&](int index, const nlohmann::json&) {
+    arrivals.push_back(std::chrono::steady_clock::now());
+    serve::ChatStubReply reply{200, "turn left", 0};
+    if (index == 0) {
+      reply.status = 429;
+      reply.headers = {{"Retry-After", "1"}};
+    }
+    return reply;
+  });
+  agents::HttpAgent agent(config_for(server.base_url()));  // backoff 0.01 s
+  CHECK(agent.complete({{"user", "x"}}) == "turn left");
+  REQUIRE(arrivals.size() == 2);
+  CHECK(arrivals[1] - arrivals[0] >= std::chrono::milliseconds(950));
+}
+
+TEST_CASE("Retry-After: OpenAI's retry-after-ms first, then whole seconds; a date or a long wait leaves the backoff") {
+  CHECK(agents::retry_after_seconds("250", "1") == doctest::Approx(0.25));
+  CHECK(agents::retry_after_seconds("", "1") == doctest::Approx(1.0));
+  CHECK(agents::retry_after_seconds("soon", "2") == doctest::Approx(2.0));
+  CHECK_FALSE(agents::retry_after_seconds("", "Wed, 21 Oct 2015 07:28:00 GMT").has_value());
+  CHECK_FALSE(agents::retry_after_seconds("", "600").has_value());
+  CHECK_FALSE(agents::retry_after_seconds("", "-1").has_value());
+  CHECK_FALSE(agents::retry_after_seconds("", "").has_value());
+}
+
+TEST_CASE("hosted API stub traffic: draws follow the request seed and attempt, in any order; shares and median as set") {
+  serve::HostedApiProfile profile;
+  profile.rate_429 = 0.1;
+  profile.rate_5xx = 0.05;
+  serve::HostedApiTraffic forward(profile), backward(profile);
+  constexpr int kSeeds = 4000;
+  std::vector<serve::ChatStubReply> a, b(kSeeds * 2);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    for (int seed = 0; seed < kSeeds; ++seed) a.push_back(forward.answer(seed, "go forward"));
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    for (int seed = kSeeds - 1; seed >= 0; --seed) b[attempt * kSeeds + seed] = backward.answer(seed, "go forward");
+  }
+  std::vector<int> ok_delays;
+  int retried_differently = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].status == b[i].status);
+    CHECK(a[i].delay_ms == b[i].delay_ms);
+    if (a[i].status == 200) ok_delays.push_back(a[i].delay_ms);
+    if (a[i].status == 429) CHECK(a[i].headers == decltype(a[i].headers){{"Retry-After", "1"}, {"retry-after-ms", "1000"}});
+    if (i < kSeeds) retried_differently += a[i].delay_ms != a[i + kSeeds].delay_ms;
+  }
+  CHECK(retried_differently > kSeeds / 2);  // a retry draws afresh
+  CHECK(forward.rate_limited() == doctest::Approx(0.1 * 2 * kSeeds).epsilon(0.15));
+  CHECK(forward.server_errors() == doctest::Approx(0.05 * 2 * kSeeds).epsilon(0.2));
+  std::nth_element(ok_delays.begin(), ok_delays.begin() + ok_delays.size() / 2, ok_delays.end());
+  CHECK(ok_delays[ok_delays.size() / 2] == doctest::Approx(800).epsilon(0.1));
+  profile.rate_5xx = 0.95;
+  CHECK_THROWS_AS(serve::HostedApiTraffic{profile}, std::invalid_argument);
 }
 
 TEST_CASE("http agent: a 400 fails at once with the body") {

@@ -31,6 +31,8 @@ Schema<EvalModel> model_keys() {
       key("api_key_env", &M::api_key_env, "http: the environment variable holding the API key"),
       key("timeout", &M::timeout_s, "http: seconds a request may take", trainer::positive<double>("seconds")),
       key("retries", &M::retries, "http: retries of a failed request", trainer::non_negative<int>()),
+      key("backoff", &M::backoff_s, "http: seconds before the first retry, doubled for each next one (a 429's Retry-After replaces it)",
+          trainer::non_negative<double>()),
       key("concurrency", &M::concurrency, "http: requests in flight at once", trainer::positive<int>()),
       key("path", &M::path, "llm: the model folder (required)"),
       key("device", &M::device, "llm: cpu or cuda"),
@@ -76,13 +78,15 @@ Key<EvalConfig> env_options_key() {
 const Schema<EvalConfig>& eval_schema() {
   using C = EvalConfig;
   static const Schema<C> schema = {
-      key("output_dir", &C::output_dir, "the sweep's folder: per-episode JSON Lines (resumable), summaries, plot"),
+      key("output_dir", &C::output_dir, "the sweep's folder: per-episode JSON Lines (a rerun plays the episodes without a finished record), summaries, plot"),
       trainer::section("env", &C::env, Schema<C::Env>{key("id", &C::Env::ids, "the tasks (env ids) of the sweep (required)")},
                        "the environments"),
       key("episodes_per_task", &C::episodes_per_task, "episodes of each task per model", trainer::positive<int>()),
       key("seed", &C::seed, "episode e of every task uses seed + e"),
       key_at<C>("parallel_episodes", [](C& c) -> auto& { return c.runner.parallel_episodes; }, "episodes running at once",
                 trainer::positive<int>()),
+      key_at<C>("lock_step", [](C& c) -> auto& { return c.runner.lock_step; },
+                "every turn waits for every running episode's reply (BALROG's and Verlog's batched loop), for comparison"),
       key_at<C>("batch_size", [](C& c) -> auto& { return c.runner.batch_size; },
                 "prompts per act() call of llm, random and human agents; 0: all waiting"),
       trainer::section_at<C>("turn", [](C& c) -> auto& { return c.runner.turn; }, trainer::turn_keys(),

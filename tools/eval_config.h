@@ -25,6 +25,7 @@ struct EvalModel {
   std::string base_url, model, api_key_env;
   double timeout_s = 60.0;
   int retries = 3;
+  double backoff_s = 0.5;  // before retry k: backoff_s * 2^k, unless the server's Retry-After says otherwise
   int concurrency = 8;  // http: requests in flight at once
   // llm
   std::string path, device = "cpu";

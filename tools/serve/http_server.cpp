@@ -25,6 +25,7 @@ std::string http_response(const HttpReply& reply, bool keep_alive) {
   http::response<http::string_body> response{static_cast<http::status>(reply.status), 11};
   response.set(http::field::server, "turnrl");
   response.set(http::field::content_type, reply.content_type);
+  for (const auto& [name, value] : reply.headers) response.set(name, value);
   response.keep_alive(keep_alive);
   response.body() = reply.body;
   response.prepare_payload();

@@ -9,6 +9,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace turnrl::serve {
 
@@ -22,6 +24,7 @@ struct HttpReply {
   unsigned status = 200;
   std::string body;
   std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers = {};  // extra ones (e.g. Retry-After)
   bool hang_up = false;  // close the connection after the reply, unannounced (a keep-alive timeout, for tests)
 };
 

@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tools/serve/stub_http_server.h"
 
@@ -15,6 +16,7 @@ struct ChatStubReply {
   int delay_ms = 0;     // wait before answering (latency; client timeouts)
   bool hang_up = false; // close the connection after answering, unannounced (a keep-alive timeout)
   std::string finish_reason = "stop";
+  std::vector<std::pair<std::string, std::string>> headers = {};  // extra ones (e.g. Retry-After)
 };
 
 class OpenAiStubServer : public StubHttpServer {
@@ -29,7 +31,7 @@ class OpenAiStubServer : public StubHttpServer {
   static Script as_http(ChatScript chat) {
     return [chat = std::move(chat)](int index, const std::string& target, const nlohmann::json& request) {
       const ChatStubReply scripted = chat(index, request);
-      StubReply reply{scripted.status, nlohmann::json::object(), scripted.delay_ms, scripted.hang_up};
+      StubReply reply{scripted.status, nlohmann::json::object(), scripted.delay_ms, scripted.hang_up, scripted.headers};
       if (target != "/v1/chat/completions") {
         reply.status = 404;
         reply.body = {{"error", "unknown path"}};

@@ -31,6 +31,7 @@ void StubHttpServer::answer(const HttpRequest& request, const HttpResponder& res
   const StubReply scripted = script_(index, request.target, nlohmann::json::parse(request.body, nullptr, false));
   HttpReply reply{scripted.status, scripted.body.dump()};
   reply.hang_up = scripted.hang_up;
+  reply.headers = scripted.headers;
   server_.post(
       [this, responder, reply = std::move(reply)]() mutable {
         --in_flight_;

@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,7 @@ struct StubReply {
   nlohmann::json body = nlohmann::json::object();
   int delay_ms = 0;      // wait before answering (a server's latency, or a client timeout to provoke)
   bool hang_up = false;  // close the connection after answering, unannounced (a keep-alive timeout)
+  std::vector<std::pair<std::string, std::string>> headers = {};  // extra ones (e.g. Retry-After)
 };
 
 class StubHttpServer {
