@@ -72,6 +72,10 @@ class Agent {
   /** True when submit() returns before the reply (requests overlap); false when it is the default
    *  above, and callers that want batches gather prompts for act() instead. */
   virtual bool asynchronous() const { return false; }
+  /** True when act() does more than submit() each prompt and wait (a local model's batched
+   *  forward pass): lock-step calls it. Otherwise lock-step submits a turn's prompts one by one, so
+   *  that a failed request costs only its own episode the turn. */
+  virtual bool batched_act() const { return true; }
   /** Token counter for the memory budget; null when the agent has no tokenizer. */
   virtual memory::TokenCounter token_counter() const { return nullptr; }
   /** Longest prompt in tokens the agent accepts (0: no limit); memory windows shrink to fit it. */

@@ -37,6 +37,7 @@ class HttpAgent : public Agent {
    *  other than 429 and 5xx, comes back as AgentResult::error (std::runtime_error). */
   void submit(AgentPrompt prompt, ReplyHandler on_reply) override;
   bool asynchronous() const override { return true; }
+  bool batched_act() const override { return false; }
   /** Every prompt submitted at once, replies in prompt order; throws the first error. */
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
   /** One chat completion; the reply text. */

@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "tools/eval_summary.h"
 #include "tools/serve/openai_stub_server.h"
+#include "trainer/rollout/episode_runner.h"
 
 using namespace turnrl;
 
@@ -216,7 +217,8 @@ TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded
                         << "episodes_per_task: " << kEpisodes << "\nseed: 3\nparallel_episodes: 6\nturn: {max_turns: 4}\n"
                         << "models:\n  - {name: api, type: http, base_url: \"" << server.base_url()
                         << "\", model: m, timeout: 5, retries: 1, backoff: 0.01, concurrency: 6}\n";
-  const auto first = test::run_turnrl("eval --config " + config);
+  // Lock-step first: a failed request still costs only its own episode the turn.
+  const auto first = test::run_turnrl("eval --config " + config + " --set lock_step=true");
   CHECK_MESSAGE(first.exit_code == 1, first.output);  // unfinished episodes remain
   CHECK(first.output.find("unfinished") != std::string::npos);
 
@@ -228,6 +230,8 @@ TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded
     if (record.contains("error")) {
       CHECK(record.at("error").get<std::string>().find("HTTP 503") != std::string::npos);
       CHECK(record.at("turns").back().contains("error"));
+      const uint64_t last_request = trainer::episode_turn_seed(record.at("seed").get<uint64_t>(), static_cast<int>(record.at("turns").size()) - 1);
+      CHECK(last_request % 5 == 0);  // its own request failed, not another episode's of the turn
       unfinished.insert(episode);
     } else {
       finished.insert(episode);

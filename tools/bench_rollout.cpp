@@ -76,7 +76,7 @@ Measured measure(agents::Agent& agent, const BenchOptions& options, int n_env, b
 }
 
 void report(const char* mode, const Measured& m) {
-  std::printf("  %-9s %6zu turns %5zu act() calls %8.3f s %9.1f turns/s\n", mode, m.turns, m.batches, m.seconds, m.turns / m.seconds);
+  std::printf("  %-9s %6zu turns %5zu batches %8.3f s %9.1f turns/s\n", mode, m.turns, m.batches, m.seconds, m.turns / m.seconds);
 }
 
 void report_speedup(const Measured& lock_step, const Measured& async) {

@@ -1,6 +1,7 @@
 #pragma once
 // A scripted OpenAI-compatible chat server on loopback (`/v1/chat/completions` only), for tests and
-// `turnrl bench rollout`: the stub HTTP server with each scripted answer wrapped as a chat completion.
+// `turnrl bench rollout` and `sweep`: the stub HTTP server with each scripted answer wrapped as a
+// chat completion (hosted_api_traffic.h scripts a hosted API's latencies and faults).
 #include <functional>
 #include <string>
 #include <utility>

@@ -45,11 +45,9 @@ agents::AgentResult ReplyDispatcher::ask(agents::AgentPrompt prompt) {
     reply = pending_.back().reply.get_future();
     if (batch_ready()) changed_.notify_one();
   } else {
-    // The promise outlives this fiber if the agent answers late (it may, on another thread).
-    auto promise = std::make_shared<boost::fibers::promise<agents::AgentResult>>();
-    reply = promise->get_future();
-    ++stats_.requests;
-    agent_.submit(std::move(prompt), [promise](agents::AgentResult result) { promise->set_value(std::move(result)); });
+    boost::fibers::promise<agents::AgentResult> promise;
+    reply = promise.get_future();
+    send(std::move(prompt), std::move(promise));
   }
   agents::AgentResult result = reply.get();
   if (--outstanding_ == 0) {
@@ -84,35 +82,49 @@ void ReplyDispatcher::run_batches() {
         pending_.pop_front();
       }
     }
-    std::vector<agents::AgentPrompt> prompts;
-    for (Request& request : batch) prompts.push_back(std::move(request.prompt));
     ++stats_.batches;
-    stats_.requests += prompts.size();
-    // act() runs on a worker thread while this thread's fibers step the slots already answered.
-    std::vector<agents::AgentReply> replies;
-    std::exception_ptr error;
-    boost::fibers::promise<void> finished;
-    boost::fibers::future<void> done = finished.get_future();
-    std::thread worker([&] {
-      try {
-        replies = agent_.act(prompts);
-        if (replies.size() != prompts.size()) {
-          throw std::runtime_error("agent " + agent_.name() + " returned " + std::to_string(replies.size()) + " replies for " +
-                                   std::to_string(prompts.size()) + " prompts");
-        }
-      } catch (...) {
-        error = std::current_exception();
-      }
-      finished.set_value();
-    });
-    done.wait();
-    worker.join();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      agents::AgentResult result;
-      if (error) result.error = error;
-      else result.reply = std::move(replies[i]);
-      batch[i].reply.set_value(std::move(result));
+    if (agent_.batched_act()) {
+      act_on_worker(batch);
+    } else {
+      for (Request& request : batch) send(std::move(request.prompt), std::move(request.reply));
     }
+  }
+}
+
+void ReplyDispatcher::send(agents::AgentPrompt prompt, boost::fibers::promise<agents::AgentResult> reply) {
+  // The promise outlives the asking fiber if the agent answers late (it may, on another thread).
+  auto promise = std::make_shared<boost::fibers::promise<agents::AgentResult>>(std::move(reply));
+  ++stats_.requests;
+  agent_.submit(std::move(prompt), [promise](agents::AgentResult result) { promise->set_value(std::move(result)); });
+}
+
+void ReplyDispatcher::act_on_worker(std::vector<Request>& batch) {
+  std::vector<agents::AgentPrompt> prompts;
+  for (Request& request : batch) prompts.push_back(std::move(request.prompt));
+  stats_.requests += prompts.size();
+  std::vector<agents::AgentReply> replies;
+  std::exception_ptr error;
+  boost::fibers::promise<void> finished;
+  boost::fibers::future<void> done = finished.get_future();
+  std::thread worker([&] {
+    try {
+      replies = agent_.act(prompts);
+      if (replies.size() != prompts.size()) {
+        throw std::runtime_error("agent " + agent_.name() + " returned " + std::to_string(replies.size()) + " replies for " +
+                                 std::to_string(prompts.size()) + " prompts");
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    finished.set_value();
+  });
+  done.wait();
+  worker.join();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    agents::AgentResult result;
+    if (error) result.error = error;
+    else result.reply = std::move(replies[i]);
+    batch[i].reply.set_value(std::move(result));
   }
 }
 

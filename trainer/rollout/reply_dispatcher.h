@@ -6,7 +6,8 @@
 //  - other agents answer batches through act() on a worker thread, one batch at a time; a batch
 //    leaves once `batch_size` prompts wait or every running slot waits;
 //  - lock-step: a batch leaves only when every running slot waits (Verlog's loop), with any
-//    agent, for comparison.
+//    agent, for comparison; through act(), or prompt by prompt through submit() for agents whose
+//    act() only submits and waits (Agent::batched_act), so each request fails alone.
 // Include only from .cpp files (Boost.Fiber headers).
 #include <chrono>
 #include <cstddef>
@@ -22,7 +23,7 @@
 namespace turnrl::trainer {
 
 struct DispatchStats {
-  size_t batches = 0, requests = 0;  // act() calls (none when every request went through submit)
+  size_t batches = 0, requests = 0;  // batches sent (act() calls, or lock-step turns submitted prompt by prompt)
   double agent_seconds = 0.0;        // wall time with at least one request outstanding
 };
 
@@ -51,6 +52,10 @@ class ReplyDispatcher {
   };
   /** The batching fiber's loop (act() agents and lock-step). */
   void run_batches();
+  /** `batch` through act() on a worker thread, this thread's other fibers running meanwhile. */
+  void act_on_worker(std::vector<Request>& batch);
+  /** One request through submit(); its reply fulfils `reply`. */
+  void send(agents::AgentPrompt prompt, boost::fibers::promise<agents::AgentResult> reply);
   bool batch_ready() const;
 
   agents::Agent& agent_;
