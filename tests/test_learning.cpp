@@ -33,16 +33,10 @@
 #include "train_test_util.h"
 
 using namespace turnrl::trainer;
+using turnrl::test::read_lines;
 using turnrl::test::write_config;
 
 namespace {
-
-std::vector<nlohmann::json> read_lines(const std::string& path) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(path);
-  for (std::string text; std::getline(in, text);) lines.push_back(nlohmann::json::parse(text));
-  return lines;
-}
 
 /** The corridor config on BabyAI goto with 2 distractors (an env with a scripted expert), the
  *  previous turn in the prompt, and `format` in place of the stage's episode count. */

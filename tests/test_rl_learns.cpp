@@ -5,7 +5,6 @@
 #include "torch_doctest.h"
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,11 +23,9 @@ TEST_CASE("PPO solves the corridor, which the format model alone does not, with 
   const std::string config_path = turnrl::test::write_config("rl_learns.yaml", turnrl::test::corridor_config(root, 15));
   PpoTrainer(TrainConfig::load(config_path), "").train();
   // The stage made its model once, with a falling loss.
-  std::vector<double> sft_loss;
-  std::ifstream sft_metrics(root + "/format/sft_metrics.jsonl");
-  for (std::string line; std::getline(sft_metrics, line);) sft_loss.push_back(nlohmann::json::parse(line).at("loss"));
-  REQUIRE(sft_loss.size() >= 4u);
-  CHECK(sft_loss.back() < 0.5 * sft_loss.front());
+  const std::vector<nlohmann::json> sft = turnrl::test::read_lines(root + "/format/sft_metrics.jsonl");
+  REQUIRE(sft.size() >= 4u);
+  CHECK(sft.back().at("loss").get<double>() < 0.5 * sft.front().at("loss").get<double>());
   const std::vector<nlohmann::json> evals = turnrl::test::metrics_of_type(root + "/run/metrics.jsonl", "eval");
   const std::vector<nlohmann::json> train = turnrl::test::metrics_of_type(root + "/run/metrics.jsonl", "train");
   REQUIRE(evals.size() == 2u);

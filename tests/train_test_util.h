@@ -48,6 +48,14 @@ inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+/** Every line of a JSON Lines file, parsed (format data, sft_metrics.jsonl). */
+inline std::vector<nlohmann::json> read_lines(const std::string& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string text; std::getline(in, text);) lines.push_back(nlohmann::json::parse(text));
+  return lines;
+}
+
 /** The lines of a run's metrics.jsonl whose "type" is `type`. */
 inline std::vector<nlohmann::json> metrics_of_type(const std::string& path, const std::string& type) {
   std::vector<nlohmann::json> lines;

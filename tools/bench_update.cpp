@@ -52,6 +52,9 @@ std::string update_model(const trainer::TrainConfig& config, const std::string& 
   return work + "/model";
 }
 
+/** The models an update runs each turn through: the actor, and the critic where the estimator has one. */
+double model_passes(const trainer::TrainConfig& config) { return config.ppo.estimator == trainer::Estimator::kGae ? 2.0 : 1.0; }
+
 /** Matmul FLOPs of one update as the model computes it: per epoch, every turn through the actor
  *  and the critic, forward and backward (twice the forward), attention causal. The last layer runs
  *  only the response positions (and the one before them) past its key and value projections; the
@@ -64,8 +67,7 @@ double update_flops(const trainer::TrainConfig& config, const agents::ModelConfi
   const double last_layer = 2.0 * tokens * kv_weights + 2.0 * queries * (layer_weights(model) - kv_weights) + 4.0 * queries * mean_length * width;
   const double trunk = (model.num_hidden_layers - 1) * full_layer + last_layer;
   const double head = 2.0 * t.response_tokens * model.hidden_size * model.vocab_size;
-  const double passes = config.ppo.estimator == trainer::Estimator::kGae ? 2.0 : 1.0;
-  return 3.0 * config.ppo.epochs * (passes * trunk + head);
+  return 3.0 * config.ppo.epochs * (model_passes(config) * trunk + head);
 }
 
 /** The reference build's `seconds.update` per collected turn over its first iterations (median). */
@@ -107,7 +109,7 @@ int run(const Options& options) {
   trainer::PpoTrainer trainer(config, "");
   const trainer::UpdateTimings t = trainer.time_updates(options.updates);
   const double seconds = median(t.seconds), per_turn = seconds / static_cast<double>(t.turns);
-  const double passes = config.ppo.estimator == trainer::Estimator::kGae ? 2.0 : 1.0;
+  const double passes = model_passes(config);
   const double positions = config.ppo.epochs * passes * (t.prompt_tokens + t.response_tokens);
   const double gflops = update_flops(config, agents::ModelConfig::load(model + "/config.json"), t) / seconds / 1e9;
   const PeakProduct peak_product(1024);
@@ -120,19 +122,20 @@ int run(const Options& options) {
               seconds, options.updates, per_turn, positions / seconds, gflops, 100.0 * gflops / peak, peak);
   nlohmann::json report = {{"bench", "update"}, {"turns", t.turns}, {"update_seconds", seconds}, {"seconds_per_turn", per_turn},
                            {"positions_per_s", positions / seconds}, {"gflops", gflops}, {"peak_gflops", peak}};
-  if (!options.reference_bin.empty()) {
-    const std::optional<double> reference = reference_seconds_per_turn(options, model, work.string());
-    if (!reference) {
-      spdlog::error("the reference run gave no update timings");
-      return 1;
-    }
+  std::optional<double> reference;
+  if (!options.reference_bin.empty()) reference = reference_seconds_per_turn(options, model, work.string());
+  std::filesystem::remove_all(work);
+  if (!options.reference_bin.empty() && !reference) {
+    spdlog::error("the reference run gave no update timings");
+    return 1;
+  }
+  if (reference) {
     std::printf("reference:  %.5f s per collected turn (median of iterations 1-%d of %s train)\nupdate speedup %.2fx\n", *reference,
                 options.reference_iterations, options.reference_bin.c_str(), *reference / per_turn);
     report["reference_seconds_per_turn"] = *reference;
     report["speedup"] = *reference / per_turn;
   }
   std::printf("%s\n", report.dump().c_str());
-  std::filesystem::remove_all(work);
   return 0;
 }
 

@@ -112,8 +112,8 @@ TORCH_MODULE(RMSNorm);
 class Qwen2AttentionImpl : public torch::nn::Module {
  public:
   explicit Qwen2AttentionImpl(const ModelConfig& config);
-  /** residual + attention(x): the sum comes out of the output projection's product (BLAS beta = 1). */
-  /** With `queries` > 0 only the last `queries` positions query (and come out): the others give
+  /** residual + attention(x): the sum comes out of the output projection's product (BLAS beta = 1).
+   *  With `queries` > 0 only the last `queries` positions query (and come out): the others give
    *  their keys and values alone. */
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
                         const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer, int64_t queries = 0);
