@@ -8,8 +8,9 @@
 
 namespace turnrl::agents {
 
-LlmAgent::LlmAgent(std::shared_ptr<LanguageModel> model, SamplingParams params, std::string name, int max_batch)
-    : model_(std::move(model)), params_(std::move(params)), name_(std::move(name)), max_batch_(max_batch) {}
+LlmAgent::LlmAgent(std::shared_ptr<LanguageModel> model, SamplingParams params, std::string name, int max_batch, uint64_t prefix_cache_bytes)
+    : model_(std::move(model)), params_(std::move(params)), name_(std::move(name)), max_batch_(max_batch),
+      prefix_cache_bytes_(prefix_cache_bytes) {}
 
 LlmAgent::~LlmAgent() = default;
 
@@ -88,7 +89,7 @@ void LlmAgent::submit(AgentPrompt prompt, ReplyHandler on_reply) {
       }
       (*handler)(std::move(reply));
     };
-    std::call_once(engine_started_, [this] { engine_ = std::make_unique<GenerationEngine>(model_, max_batch_); });
+    std::call_once(engine_started_, [this] { engine_ = std::make_unique<GenerationEngine>(model_, max_batch_, prefix_cache_bytes_); });
     engine_->submit(std::move(request));
   } catch (...) {
     (*handler)({{}, std::current_exception()});

@@ -3,6 +3,7 @@
 // either a batch at once (act) or one prompt at a time on the continuous-batching engine (submit:
 // a request joins the running batch at its next step), returning ids and sampling log-probs for
 // training. Torch-free header.
+#include <cstdint>
 #include <memory>
 #include <mutex>
 
@@ -15,8 +16,10 @@ class GenerationEngine;
 
 class LlmAgent : public Agent {
  public:
-  /** `max_batch`: sequences the engine behind submit() decodes together. */
-  LlmAgent(std::shared_ptr<LanguageModel> model, SamplingParams params, std::string name = "llm", int max_batch = 64);
+  /** `max_batch`: sequences the engine behind submit() decodes together; `prefix_cache_bytes`: its
+   *  prefix cache's memory (0: none; agents/model/prefix_cache.h). */
+  LlmAgent(std::shared_ptr<LanguageModel> model, SamplingParams params, std::string name = "llm", int max_batch = 64,
+           uint64_t prefix_cache_bytes = 0);
   ~LlmAgent() override;
   std::string name() const override { return name_; }
   bool token_level() const override { return true; }
@@ -43,6 +46,7 @@ class LlmAgent : public Agent {
   SamplingParams params_;
   std::string name_;
   int max_batch_;
+  uint64_t prefix_cache_bytes_;
   double generate_seconds_ = 0.0;
   std::once_flag engine_started_;
   std::unique_ptr<GenerationEngine> engine_;

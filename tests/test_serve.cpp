@@ -186,6 +186,24 @@ TEST_CASE("serve: /v1/models, chat replies equal in-process generation, n, stop,
   CHECK(long_reply["usage"]["total_tokens"].get<int64_t>() <= s.model->context_length());
 }
 
+TEST_CASE("serve: GET /stats counts prompts that start from the prefix cache and the prefill tokens it saved") {
+  Served& s = served();
+  Client client(s.port);
+  const size_t prompt_tokens = s.model->tokenizer().encode_chat(kMessages, true).size();
+  const json before = client.send(http::verb::get, "/stats").data();
+  CHECK(before["prefix_cache"]["capacity_bytes"] == uint64_t{1024} << 20);  // serve's default
+  for (int i = 0; i < 2; ++i) REQUIRE(client.chat(chat_body(4, 0.0, 7)).status == 200);
+  const json after = client.send(http::verb::get, "/stats").data();
+  const auto delta = [&](const char* key) { return after["prefix_cache"][key].get<uint64_t>() - before["prefix_cache"][key].get<uint64_t>(); };
+  CHECK(delta("lookups") == 2);
+  CHECK(delta("prompt_tokens") == 2 * prompt_tokens);
+  CHECK(delta("hits") >= 1);  // the second at least: the same prompt, all but its last token
+  CHECK(delta("reused_tokens") >= prompt_tokens - 1);
+  CHECK(after["prefix_cache"]["bytes"].get<uint64_t>() > 0);
+  CHECK(after["prefill_seconds"].get<double>() > 0.0);
+  CHECK(client.send(http::verb::post, "/stats").status == 405);
+}
+
 TEST_CASE("serve: streaming sends role, content and finish chunks, usage, then [DONE]; the text is the reply's") {
   Served& s = served();
   Client client(s.port);

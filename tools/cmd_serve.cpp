@@ -28,6 +28,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--max-batch", options.max_batch, "sequences decoded together (more wait their turn)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--prefix-cache-mb", options.prefix_cache_mb,
+                 "memory for the keys and values of prompt prefixes seen before, reused by prompts that begin with them; 0: no cache")
+      ->capture_default_str();
   app.add_option("--threads", threads, "CPU compute threads (0: torch's default)")->check(CLI::NonNegativeNumber);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
   if (options.model_name.empty()) options.model_name = std::filesystem::path(model_dir).lexically_normal().filename().string();

@@ -1,12 +1,14 @@
 #include "agents/model/continuous_batcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <random>
 #include <stdexcept>
 
 #include "agents/model/generation.h"
+#include "agents/model/prefix_cache.h"
 #include "agents/model/qwen2_model.h"
 
 namespace turnrl::agents {
@@ -42,11 +44,15 @@ struct ContinuousBatcher::Impl {
     GenerationResult result;
   };
 
-  Impl(LanguageModel& model, int max_batch)
+  Impl(LanguageModel& model, int max_batch, uint64_t prefix_cache_bytes)
       : model(model), module(model.module()), max_batch(max_batch),
         cache(module->config(), module->parameters().front().options().requires_grad(false)),
         vocabulary(sampling_candidates({}, module->config().vocab_size)) {
     if (max_batch < 1) throw std::invalid_argument("continuous batching: max_batch must be >= 1");
+    if (prefix_cache_bytes > 0) {
+      const uint64_t element = static_cast<uint64_t>(module->parameters().front().element_size());
+      prefix_cache = std::make_unique<PrefixCache>(prefix_cache_bytes, kv_bytes_per_token(module->config(), element));
+    }
   }
 
   /** Records a sampled token; returns true when the sequence is finished. */
@@ -107,60 +113,85 @@ struct ContinuousBatcher::Impl {
     done.push_back(std::move(sequence));
   }
 
+  /** Tokens of `sequence`'s prompt the prefix cache holds (at most all but the last, whose logits
+   *  sample the first reply token). */
+  int64_t cached_prefix(const Sequence& sequence) const {
+    if (!prefix_cache) return 0;
+    const std::vector<int32_t>& prompt = sequence.request.prompt;
+    return std::min(prefix_cache->match(prompt), static_cast<int64_t>(prompt.size()) - 1);
+  }
+
   /** Prefills waiting requests into free slots while the batch has room: a group of prompts in one
-   *  forward pass, right-padded to its longest (each row's causal keys are its own tokens only). */
+   *  forward pass, right-padded to its longest (each row's causal keys are its own tokens only).
+   *  A group's rows start from cached prefixes of one length (none, often), as a multi-token step
+   *  needs slots of equal length. */
   void admit(std::vector<Sequence>& done) {
     torch::NoGradGuard no_grad;
+    const auto start = std::chrono::steady_clock::now();
     while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
       const int64_t first = static_cast<int64_t>(running.size());
-      std::vector<int64_t> lengths;
+      const int64_t reused = cached_prefix(waiting.front());
+      std::vector<int64_t> lengths;  // tokens each row prefills
       int64_t longest = 0;
       while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
-        const int64_t length = static_cast<int64_t>(waiting.front().request.prompt.size());
+        const std::vector<int32_t>& prompt = waiting.front().request.prompt;
+        const int64_t length = static_cast<int64_t>(prompt.size()) - reused;
         const int64_t wider = std::max(longest, length);
-        if (!lengths.empty() && wider * static_cast<int64_t>(lengths.size() + 1) > kPrefillTokens) break;
+        if (!lengths.empty() && (wider * static_cast<int64_t>(lengths.size() + 1) > kPrefillTokens || cached_prefix(waiting.front()) != reused)) break;
+        const int64_t slot = static_cast<int64_t>(running.size());
+        cache.clear(slot);
+        if (prefix_cache) prefix_cache->restore(prompt, reused, cache, slot);
         longest = wider;
         lengths.push_back(length);
-        cache.clear(static_cast<int64_t>(running.size()));
         running.push_back(std::move(waiting.front()));
         waiting.pop_front();
       }
-      const int64_t rows = static_cast<int64_t>(lengths.size());
-      std::vector<bool> finished(running.size(), false);
-      try {
-        torch::Tensor ids = torch::zeros({rows, longest}, torch::kInt64);  // padding: any id, masked
-        auto ids_a = ids.accessor<int64_t, 2>();
-        for (int64_t b = 0; b < rows; ++b) {
-          const std::vector<int32_t>& prompt = running[static_cast<size_t>(first + b)].request.prompt;
-          for (size_t t = 0; t < prompt.size(); ++t) ids_a[b][static_cast<int64_t>(t)] = prompt[t];
-        }
-        const torch::Tensor hidden = module->forward(ids.to(device()), cache, first, lengths);
-        const torch::Tensor last = torch::tensor(lengths, torch::kInt64).sub_(1).to(device());
-        const torch::Tensor logits =
-            module->logits(hidden.index({torch::arange(rows, last.options()), last})).to(torch::kCPU).contiguous();
-        const float* data = logits.data_ptr<float>();
-        for (int64_t b = 0; b < rows; ++b) {
-          Sequence& sequence = running[static_cast<size_t>(first + b)];
-          const auto [token, logprob] = sample(sequence, data + b * logits.size(1));
-          finished[static_cast<size_t>(first + b)] = accept(sequence, token, logprob);
-        }
-      } catch (...) {
-        const std::exception_ptr error = std::current_exception();
-        for (int64_t slot = first; slot < first + rows; ++slot) {
-          cache.clear(slot);
-          fail(running[static_cast<size_t>(slot)], error, done);
-        }
-        running.resize(static_cast<size_t>(first));
-        continue;
-      }
-      remove_finished(finished, done);
+      prefill(first, reused, lengths, longest, done);
     }
+    prefill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  /** The forward pass of a group admitted into slots first.. (their prompts after `reused` tokens):
+   *  samples each row's first token and keeps its prompt in the prefix cache. */
+  void prefill(int64_t first, int64_t reused, const std::vector<int64_t>& lengths, int64_t longest, std::vector<Sequence>& done) {
+    const int64_t rows = static_cast<int64_t>(lengths.size());
+    std::vector<bool> finished(running.size(), false);
+    try {
+      torch::Tensor ids = torch::zeros({rows, longest}, torch::kInt64);  // padding: any id, masked
+      auto ids_a = ids.accessor<int64_t, 2>();
+      for (int64_t b = 0; b < rows; ++b) {
+        const std::vector<int32_t>& prompt = running[static_cast<size_t>(first + b)].request.prompt;
+        for (size_t t = static_cast<size_t>(reused); t < prompt.size(); ++t) ids_a[b][static_cast<int64_t>(t) - reused] = prompt[t];
+      }
+      const torch::Tensor hidden = module->forward(ids.to(device()), cache, first, lengths);
+      const torch::Tensor last = torch::tensor(lengths, torch::kInt64).sub_(1).to(device());
+      const torch::Tensor logits =
+          module->logits(hidden.index({torch::arange(rows, last.options()), last})).to(torch::kCPU).contiguous();
+      const float* data = logits.data_ptr<float>();
+      for (int64_t b = 0; b < rows; ++b) {
+        Sequence& sequence = running[static_cast<size_t>(first + b)];
+        prefilled_tokens += static_cast<uint64_t>(lengths[static_cast<size_t>(b)]);
+        if (prefix_cache) prefix_cache->store(sequence.request.prompt, static_cast<int64_t>(sequence.request.prompt.size()), cache, first + b);
+        const auto [token, logprob] = sample(sequence, data + b * logits.size(1));
+        finished[static_cast<size_t>(first + b)] = accept(sequence, token, logprob);
+      }
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      for (int64_t slot = first; slot < first + rows; ++slot) {
+        cache.clear(slot);
+        fail(running[static_cast<size_t>(slot)], error, done);
+      }
+      running.resize(static_cast<size_t>(first));
+      return;
+    }
+    remove_finished(finished, done);
   }
 
   /** One token for every running sequence. */
   void decode(std::vector<Sequence>& done) {
     if (running.empty()) return;
     torch::NoGradGuard no_grad;
+    const auto start = std::chrono::steady_clock::now();
     const int64_t batch = static_cast<int64_t>(running.size());
     std::vector<int64_t> last(static_cast<size_t>(batch));
     for (int64_t b = 0; b < batch; ++b) last[static_cast<size_t>(b)] = running[static_cast<size_t>(b)].result.generation.ids.back();
@@ -183,6 +214,7 @@ struct ContinuousBatcher::Impl {
       return;
     }
     remove_finished(finished, done);
+    decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   /** Finished sequences leave the batch, the last slot moving into each gap. */
@@ -190,6 +222,7 @@ struct ContinuousBatcher::Impl {
     for (int64_t b = static_cast<int64_t>(finished.size()) - 1; b >= 0; --b) {  // from the back: the moved-in last one is never finished
       if (!finished[static_cast<size_t>(b)]) continue;
       const int64_t back = static_cast<int64_t>(running.size()) - 1;
+      if (prefix_cache) keep_sequence(running[static_cast<size_t>(b)], b);
       done.push_back(std::move(running[static_cast<size_t>(b)]));
       if (b != back) {
         cache.move(back, b);
@@ -201,12 +234,24 @@ struct ContinuousBatcher::Impl {
     }
   }
 
+  /** Keeps a finished sequence's prompt and reply in the prefix cache: the next turn's prompt of an
+   *  append-only history begins with both. */
+  void keep_sequence(const Sequence& sequence, int64_t slot) {
+    std::vector<int32_t> tokens = sequence.request.prompt;
+    const std::vector<int32_t>& reply = sequence.result.generation.ids;
+    tokens.insert(tokens.end(), reply.begin(), reply.end());
+    prefix_cache->store(tokens, std::min<int64_t>(cache.length(slot), static_cast<int64_t>(tokens.size())), cache, slot);
+  }
+
   torch::Device device() const { return module->parameters().front().device(); }
 
   LanguageModel& model;
   Qwen2Model& module;
   int max_batch;
   SlotCache cache;
+  std::unique_ptr<PrefixCache> prefix_cache;  // none: every prompt prefilled whole
+  double prefill_seconds = 0.0, decode_seconds = 0.0;
+  uint64_t prefilled_tokens = 0;
   std::vector<int32_t> vocabulary;
   std::deque<Sequence> waiting;
   std::vector<Sequence> running;  // running[i] decodes in cache slot i
@@ -214,11 +259,21 @@ struct ContinuousBatcher::Impl {
   std::vector<int32_t> order;
 };
 
-ContinuousBatcher::ContinuousBatcher(LanguageModel& model, int max_batch) : impl_(std::make_unique<Impl>(model, max_batch)) {}
+ContinuousBatcher::ContinuousBatcher(LanguageModel& model, int max_batch, uint64_t prefix_cache_bytes)
+    : impl_(std::make_unique<Impl>(model, max_batch, prefix_cache_bytes)) {}
 ContinuousBatcher::~ContinuousBatcher() = default;
 
 size_t ContinuousBatcher::waiting() const { return impl_->waiting.size(); }
 size_t ContinuousBatcher::running() const { return impl_->running.size(); }
+
+BatcherStats ContinuousBatcher::stats() const {
+  BatcherStats stats;
+  stats.prefill_seconds = impl_->prefill_seconds;
+  stats.decode_seconds = impl_->decode_seconds;
+  stats.prefilled_tokens = impl_->prefilled_tokens;
+  if (impl_->prefix_cache) stats.prefix_cache = impl_->prefix_cache->stats();
+  return stats;
+}
 
 void ContinuousBatcher::check(const GenerationRequest& request) const {
   const int64_t context = impl_->model.context_length(), vocab = impl_->module->config().vocab_size;

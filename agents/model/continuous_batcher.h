@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agents/model/language_model.h"
+#include "agents/model/prefix_cache.h"
 
 namespace turnrl::agents {
 
@@ -36,10 +37,20 @@ struct GenerationRequest {
   std::function<void(GenerationResult&&)> on_done;
 };
 
+/** Where the engine's time went, and what its prefix cache saved. */
+struct BatcherStats {
+  double prefill_seconds = 0.0;  // admitting requests: their prompts' forward passes
+  double decode_seconds = 0.0;   // one token for every running sequence, step after step
+  uint64_t prefilled_tokens = 0; // prompt tokens computed (those the cache held are not)
+  PrefixCacheStats prefix_cache; // all zero without a cache
+};
+
 class ContinuousBatcher {
  public:
-  /** At most `max_batch` sequences decode together; further requests wait their turn. */
-  ContinuousBatcher(LanguageModel& model, int max_batch);
+  /** At most `max_batch` sequences decode together; further requests wait their turn. With
+   *  `prefix_cache_bytes` > 0, prompts start from the cached entries of their longest prefix seen
+   *  before (agents/model/prefix_cache.h), up to that much memory. */
+  ContinuousBatcher(LanguageModel& model, int max_batch, uint64_t prefix_cache_bytes = 0);
   ~ContinuousBatcher();
 
   /** Throws std::invalid_argument for an empty prompt, one that leaves no room in the context, an
@@ -51,6 +62,7 @@ class ContinuousBatcher {
    *  token for every running sequence. Finished requests' on_done runs here. */
   void step();
   bool idle() const { return waiting() == 0 && running() == 0; }
+  BatcherStats stats() const;
   size_t waiting() const;
   size_t running() const;
   /** Ends every waiting and running request with `error`. */

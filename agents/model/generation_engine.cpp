@@ -6,8 +6,8 @@
 
 namespace turnrl::agents {
 
-GenerationEngine::GenerationEngine(std::shared_ptr<LanguageModel> model, int max_batch)
-    : model_(std::move(model)), batcher_(*model_, max_batch), thread_([this] { run(); }) {}
+GenerationEngine::GenerationEngine(std::shared_ptr<LanguageModel> model, int max_batch, uint64_t prefix_cache_bytes)
+    : model_(std::move(model)), batcher_(*model_, max_batch, prefix_cache_bytes), thread_([this] { run(); }) {}
 
 GenerationEngine::~GenerationEngine() {
   {
@@ -25,6 +25,11 @@ void GenerationEngine::submit(GenerationRequest request) {
     inbox_.push_back(std::move(request));
   }
   wake_.notify_one();
+}
+
+BatcherStats GenerationEngine::stats() {
+  const std::lock_guard lock(mutex_);
+  return stats_;
 }
 
 void GenerationEngine::run() {
@@ -45,6 +50,9 @@ void GenerationEngine::run() {
       arrived.clear();
       batcher_.fail_all(std::current_exception());
     }
+    const BatcherStats stats = batcher_.stats();
+    const std::lock_guard lock(mutex_);
+    stats_ = stats;
   }
   const auto stopped = std::make_exception_ptr(std::runtime_error("the generation engine stopped"));
   batcher_.fail_all(stopped);

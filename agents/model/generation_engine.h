@@ -16,7 +16,7 @@ class GenerationEngine {
  public:
   /** Decodes with `model` until destroyed; at most `max_batch` sequences at once. While the engine
    *  runs, nothing else may run the model (its compute threads are the engine's). */
-  explicit GenerationEngine(std::shared_ptr<LanguageModel> model, int max_batch = 64);
+  explicit GenerationEngine(std::shared_ptr<LanguageModel> model, int max_batch = 64, uint64_t prefix_cache_bytes = 0);
   /** Stops after the current step; unfinished requests end with an error. */
   ~GenerationEngine();
   GenerationEngine(const GenerationEngine&) = delete;
@@ -26,6 +26,8 @@ class GenerationEngine {
    *  callbacks run on the engine's thread: keep them short (hand the result over). */
   void submit(GenerationRequest request);
   LanguageModel& model() { return *model_; }
+  /** Thread-safe: the batcher's figures as of its last step. */
+  BatcherStats stats();
 
  private:
   void run();
@@ -35,6 +37,7 @@ class GenerationEngine {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<GenerationRequest> inbox_;
+  BatcherStats stats_;
   bool stopping_ = false;
   std::thread thread_;
 };

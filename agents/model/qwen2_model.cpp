@@ -87,6 +87,34 @@ void SlotCache::clear(int64_t slot) {
   if (slot < static_cast<int64_t>(lengths_.size())) lengths_[static_cast<size_t>(slot)] = 0;
 }
 
+int64_t SlotCache::length(int64_t slot) const {
+  return slot < static_cast<int64_t>(lengths_.size()) ? lengths_[static_cast<size_t>(slot)] : 0;
+}
+
+KVBlock SlotCache::copy_out(int64_t slot, int64_t from, int64_t count) const {
+  TORCH_CHECK(from >= 0 && count >= 0 && from + count <= length(slot), "SlotCache: copy_out beyond the slot's length");
+  torch::NoGradGuard no_grad;
+  KVBlock block;
+  for (size_t layer = 0; layer < keys_.size(); ++layer) {
+    block.keys.push_back(keys_[layer][slot].narrow(1, from, count).clone());
+    block.values.push_back(values_[layer][slot].narrow(1, from, count).clone());
+  }
+  return block;
+}
+
+void SlotCache::copy_in(int64_t slot, int64_t at, const KVBlock& block, int64_t count) {
+  TORCH_CHECK(at >= 0 && at <= length(slot) && count >= 0 && count <= block.tokens(), "SlotCache: copy_in out of range");
+  TORCH_CHECK(static_cast<int64_t>(block.keys.size()) == layers_, "SlotCache: a block of another model");
+  reserve(slot + 1, at + count);
+  if (slot >= static_cast<int64_t>(lengths_.size())) lengths_.resize(static_cast<size_t>(slot + 1), 0);
+  torch::NoGradGuard no_grad;
+  for (size_t layer = 0; layer < keys_.size(); ++layer) {
+    keys_[layer][slot].narrow(1, at, count).copy_(block.keys[layer].narrow(1, 0, count));
+    values_[layer][slot].narrow(1, at, count).copy_(block.values[layer].narrow(1, 0, count));
+  }
+  lengths_[static_cast<size_t>(slot)] = at + count;
+}
+
 std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int64_t rows, int64_t step_length,
                                                                const std::vector<int64_t>& tokens) {
   TORCH_CHECK(tokens.empty() || static_cast<int64_t>(tokens.size()) == rows, "SlotCache: one token count per row");

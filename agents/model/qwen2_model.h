@@ -22,6 +22,12 @@ class KVStore {
   virtual std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) = 0;
 };
 
+/** Keys and values of a run of tokens of one sequence, per layer [kv_heads, tokens, head_dim]. */
+struct KVBlock {
+  std::vector<torch::Tensor> keys, values;
+  int64_t tokens() const { return keys.empty() ? 0 : keys.front().size(1); }
+};
+
 /** Keys and values per layer, [batch, kv_heads, cached_tokens, head_dim]: every row has the same
  *  length (shorter prompts are left-padded). */
 struct KVCache : KVStore {
@@ -44,6 +50,13 @@ class SlotCache : public KVStore {
   void move(int64_t from, int64_t to);
   /** Empties a slot (its sequence finished). */
   void clear(int64_t slot);
+  /** Tokens cached in `slot`. */
+  int64_t length(int64_t slot) const;
+  /** A copy of `slot`'s cache entries [from, from + count). */
+  KVBlock copy_out(int64_t slot, int64_t from, int64_t count) const;
+  /** Writes the first `count` tokens of `block` at entry `at` (at most the slot's length) of `slot`,
+   *  whose length becomes at + count: a cached prompt prefix restored. */
+  void copy_in(int64_t slot, int64_t at, const KVBlock& block, int64_t count);
 
   /** Rows b of a step [B, L] continue slots first + b with `tokens[b]` real tokens each (empty: all
    *  L), right-padded to L. Returns their positions [B, L] and the key mask [B, T]. L > 1 (a

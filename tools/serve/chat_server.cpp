@@ -23,6 +23,7 @@ namespace {
 using nlohmann::json;
 
 constexpr uint64_t kChoiceSeedStride = 0x9E3779B97F4A7C15ULL;
+constexpr int kCacheLogSeconds = 10;
 
 std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -60,12 +61,28 @@ struct Completion {
 
 }  // namespace
 
+json stats_json(const agents::BatcherStats& stats) {
+  const agents::PrefixCacheStats& cache = stats.prefix_cache;
+  return {{"prefill_seconds", stats.prefill_seconds},
+          {"decode_seconds", stats.decode_seconds},
+          {"prefilled_tokens", stats.prefilled_tokens},
+          {"prefix_cache",
+           {{"lookups", cache.lookups},
+            {"hits", cache.hits},
+            {"prompt_tokens", cache.prompt_tokens},
+            {"reused_tokens", cache.reused_tokens},
+            {"evicted_tokens", cache.evicted_tokens},
+            {"cached_tokens", cache.cached_tokens},
+            {"bytes", cache.bytes},
+            {"capacity_bytes", cache.capacity_bytes}}}};
+}
+
 struct ChatServer::Impl {
   Impl(std::shared_ptr<agents::LanguageModel> model, ChatServerOptions options)
       : options(std::move(options)),
         model(model),
         http(http_options(this->options), [this](const HttpRequest& request, const HttpResponder& responder) { answer(request, responder); }),
-        engine(model, this->options.max_batch) {
+        engine(model, this->options.max_batch, this->options.prefix_cache_mb << 20) {
     if (!model->has_tokenizer()) throw std::invalid_argument("serve: the model folder has no tokenizer.json");
   }
 
@@ -100,7 +117,13 @@ struct ChatServer::Impl {
       if (path.substr(models.size() + 1) != options.model_name) throw ApiError(404, "no model '" + path.substr(models.size() + 1) + "'");
       return responder.respond(json_reply(200, entry));
     }
-    if (path != "/v1/chat/completions") throw ApiError(404, "unknown path " + path + " (this server has /v1/models and /v1/chat/completions)");
+    if (path == "/stats") {
+      if (request.method != "GET") throw ApiError(405, path + " takes GET");
+      return responder.respond(json_reply(200, stats_json(engine.stats())));
+    }
+    if (path != "/v1/chat/completions") {
+      throw ApiError(404, "unknown path " + path + " (this server has /v1/models, /v1/chat/completions and /stats)");
+    }
     if (request.method != "POST") throw ApiError(405, path + " takes POST");
     start_completion(std::make_shared<Completion>(responder, parse_chat_request(request.body, options.max_choices)));
   }
@@ -177,6 +200,7 @@ struct ChatServer::Impl {
     }
     completion.results[static_cast<size_t>(index)] = std::move(result);
     if (--completion.remaining > 0) return;
+    log_prefix_cache();
     if (request.stream) {
       if (request.include_usage) {
         json last = chunk(completion, nullptr);
@@ -204,7 +228,20 @@ struct ChatServer::Impl {
                                                   {"usage", usage(completion)}}));
   }
 
+  /** Every kCacheLogSeconds at most, after a completion: what the prefix cache saved so far. */
+  void log_prefix_cache() {
+    if (options.prefix_cache_mb == 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_cache_log < std::chrono::seconds(kCacheLogSeconds)) return;
+    last_cache_log = now;
+    const agents::PrefixCacheStats cache = engine.stats().prefix_cache;
+    spdlog::info("serve: prefix cache hit {} of {} prompts ({:.0f}%), prefill tokens saved {} of {} ({:.0f}%), {:.1f} of {} MiB, {} tokens evicted",
+                 cache.hits, cache.lookups, 100.0 * cache.hit_rate(), cache.reused_tokens, cache.prompt_tokens, 100.0 * cache.reused_share(),
+                 static_cast<double>(cache.bytes) / (1 << 20), cache.capacity_bytes >> 20, cache.evicted_tokens);
+  }
+
   ChatServerOptions options;
+  std::chrono::steady_clock::time_point last_cache_log = std::chrono::steady_clock::now();
   std::shared_ptr<agents::LanguageModel> model;
   int64_t created = unix_time();
   std::atomic<uint64_t> next_id{0};
@@ -222,5 +259,6 @@ unsigned short ChatServer::port() const { return impl_->http.port(); }
 std::string ChatServer::base_url() const { return "http://" + impl_->options.host + ":" + std::to_string(port()) + "/v1"; }
 void ChatServer::run(bool handle_signals) { impl_->http.run(handle_signals); }
 void ChatServer::stop() { impl_->http.stop(); }
+agents::BatcherStats ChatServer::stats() { return impl_->engine.stats(); }
 
 }  // namespace turnrl::serve

@@ -1,10 +1,14 @@
 #pragma once
 // `turnrl serve`: an OpenAI-compatible chat server (GET /v1/models, POST /v1/chat/completions with
 // n choices and server-sent-event streaming) on the HTTP server loop (http_server.h), generating on
-// the continuous-batching engine. A bad request gets 400 with an OpenAI-style JSON error.
+// the continuous-batching engine, which reuses the keys and values of prompt prefixes it has seen
+// (GET /stats counts what that saved). A bad request gets 400 with an OpenAI-style JSON error.
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "agents/model/continuous_batcher.h"
 #include "agents/model/language_model.h"
 
 namespace turnrl::serve {
@@ -15,7 +19,11 @@ struct ChatServerOptions {
   std::string model_name;      // the id /v1/models lists (any "model" in a request is accepted)
   int max_batch = 64;          // sequences the engine decodes together
   int max_choices = 16;        // largest n
+  uint64_t prefix_cache_mb = 1024;  // keys and values of prompt prefixes kept for reuse; 0: none
 };
+
+/** The engine's figures as GET /stats answers them. */
+nlohmann::json stats_json(const agents::BatcherStats& stats);
 
 class ChatServer {
  public:
@@ -32,6 +40,8 @@ class ChatServer {
   void run(bool handle_signals = false);
   /** Thread-safe. */
   void stop();
+  /** Thread-safe: where the engine's time went, what the prefix cache saved (GET /stats). */
+  agents::BatcherStats stats();
 
  private:
   struct Impl;
