@@ -1,5 +1,6 @@
 #include "memory/history.h"
 
+#include <limits>
 #include <stdexcept>
 
 namespace turnrl::memory {
@@ -24,6 +25,7 @@ History::History(HistoryConfig config) : config_(std::move(config)) {
 }
 
 size_t History::capacity() const {
+  if (config_.layout == PromptLayout::kTranscript) return std::numeric_limits<size_t>::max();
   const size_t n = static_cast<size_t>(config_.max_turns);
   // BALROG's deque holds 2n events (its oldest is a reply), Verlog's 2n+1 (n replies, n+1 observations);
   // both always keep the current observation.
@@ -52,7 +54,24 @@ void History::add_reply(std::string reply, std::string executed_action) {
   while (events_.size() > capacity()) events_.pop_front();
 }
 
+std::vector<ChatMessage> History::render_transcript(size_t first_event) const {
+  std::vector<ChatMessage> messages = {{"user", instruction_}};
+  const std::string suffix = config_.suffix.empty() ? "" : "\n\n" + config_.suffix;
+  for (size_t i = first_event; i < events_.size(); ++i) {
+    const Event& event = events_[i];
+    if (!event.is_observation) {
+      messages.push_back({"assistant", event.reply});
+      continue;
+    }
+    std::string content = "Observation:\n";
+    if (!event.observation.short_term.empty()) content += event.observation.short_term + "\n";
+    messages.push_back({"user", content + event.observation.long_term + suffix});
+  }
+  return messages;
+}
+
 std::vector<ChatMessage> History::render(size_t first_event) const {
+  if (config_.layout == PromptLayout::kTranscript) return render_transcript(first_event);
   const bool balrog = config_.layout == PromptLayout::kBalrog;
   std::vector<ChatMessage> messages;
   messages.push_back({balrog ? "user" : "system", instruction_});

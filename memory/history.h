@@ -15,6 +15,9 @@ namespace turnrl::memory {
 enum class PromptLayout {
   kBalrog,  // instruction as the first user message; window of 2n events (balrog.md 1.2)
   kVerlog,  // instruction as the system message; window of 2n+1 events, "Previous plan:" (verlog.md 3)
+  /** BALROG's instruction, then every turn of the episode as written: each prompt extends the
+   *  previous one (no window, no re-labelling; the suffix ends every observation). */
+  kTranscript,
 };
 
 /** BALROG's naive-agent suffix, appended to the last user message after a blank line. */
@@ -70,6 +73,7 @@ class History {
     std::string reply, executed_action;
   };
   std::vector<ChatMessage> render(size_t first_event) const;
+  std::vector<ChatMessage> render_transcript(size_t first_event) const;
   size_t capacity() const;
 
   HistoryConfig config_;

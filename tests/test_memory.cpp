@@ -48,6 +48,30 @@ TEST_CASE("BALROG layout: window of 2n events, older observations, short-term on
   CHECK(messages[4].content.rfind("Current Observation:\ninv4\nobs4\n\nYou always", 0) == 0);
 }
 
+TEST_CASE("transcript layout: every prompt extends the previous one; no window; the suffix ends every observation") {
+  HistoryConfig config;
+  config.layout = PromptLayout::kTranscript;
+  config.max_turns = 1;  // a window's size: the transcript keeps every turn anyway
+  config.suffix = "SUFFIX";
+  History history(config);
+  history.reset("INSTR");
+  std::vector<turnrl::memory::ChatMessage> previous;
+  for (int t = 0; t < 5; ++t) {
+    history.add_observation({"obs" + std::to_string(t), t == 0 ? "" : "inv" + std::to_string(t)});
+    const auto messages = history.messages();
+    REQUIRE(messages.size() == static_cast<size_t>(2 + 2 * t));
+    for (size_t i = 0; i < previous.size(); ++i) {
+      CHECK(messages[i].role == previous[i].role);
+      CHECK(messages[i].content == previous[i].content);
+    }
+    CHECK(messages.back().content == (t == 0 ? "Observation:\nobs0\n\nSUFFIX" : "Observation:\ninv" + std::to_string(t) + "\nobs" + std::to_string(t) + "\n\nSUFFIX"));
+    history.add_reply(t == 2 ? "" : "reply" + std::to_string(t), "act");  // an empty reply stays: the next prompt still extends this one
+    previous = history.messages();
+    CHECK(previous.back().role == "assistant");
+  }
+  CHECK(previous.front().content == "INSTR");
+}
+
 TEST_CASE("Verlog layout: system prompt, previous plan, executed action for older replies") {
   HistoryConfig config;
   config.layout = PromptLayout::kVerlog;

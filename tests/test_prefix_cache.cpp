@@ -177,3 +177,30 @@ TEST_CASE("the prefix cache restores what it stored, splits runs, respects the l
   CHECK(torch::equal(slots.copy_out(1, 0, 10).keys.front(), torch::full({config.num_key_value_heads, 10, config.head_dim()}, 1.0f)));
   CHECK(prefix.stats().cached_tokens <= 30);
 }
+
+TEST_CASE("a prefill step over slots of different lengths equals a step per slot") {
+  torch::NoGradGuard no_grad;
+  auto lm = tiny_model();
+  Qwen2Model& module = lm->module();
+  const torch::TensorOptions options = torch::TensorOptions().dtype(torch::kFloat32);
+  const torch::Tensor prefixes = torch::randint(5, 200, {2, 9}, torch::kInt64);
+  const torch::Tensor rest = torch::randint(5, 200, {2, 6}, torch::kInt64);
+  const std::vector<int64_t> cached = {9, 3}, real = {6, 4};  // row 1: a shorter prefix and a padded rest
+
+  SlotCache together(module->config(), options);
+  for (int64_t b = 0; b < 2; ++b) module->forward(prefixes[b].narrow(0, 0, cached[static_cast<size_t>(b)]).unsqueeze(0), together, b);
+  const torch::Tensor both = module->forward(rest, together, 0, real);
+  for (int64_t b = 0; b < 2; ++b) {
+    INFO("row " << b);
+    SlotCache alone(module->config(), options);
+    module->forward(prefixes[b].narrow(0, 0, cached[static_cast<size_t>(b)]).unsqueeze(0), alone, 0);
+    const int64_t n = real[static_cast<size_t>(b)];
+    const torch::Tensor one = module->forward(rest[b].narrow(0, 0, n).unsqueeze(0), alone, 0);
+    CHECK(together.length(b) == cached[static_cast<size_t>(b)] + n);
+    CHECK(torch::allclose(both[b].narrow(0, 0, n), one[0], 1e-5, 1e-5));
+    // The slot's entries moved down to its length: a decoding step continues it as the lone slot's.
+    const torch::Tensor next = torch::full({1, 1}, 17, torch::kInt64);
+    CHECK(torch::allclose(together.copy_out(b, 0, together.length(b)).keys.back(), alone.copy_out(0, 0, alone.length(0)).keys.back(), 1e-5, 1e-5));
+    CHECK(torch::allclose(module->forward(next, alone, 0)[0], module->forward(next, together, b)[0], 1e-5, 1e-5));
+  }
+}

@@ -13,6 +13,7 @@ int bench_llm(int argc, char** argv);
 int bench_crafter(int argc, char** argv);
 int bench_rollout(int argc, char** argv);
 int bench_sweep(int argc, char** argv);
+int bench_serve(int argc, char** argv);
 int bench_env_server(int argc, char** argv);
 int bench_reward(int argc, char** argv);
 int bench_allocator(int argc, char** argv);

@@ -19,6 +19,7 @@ const std::vector<Command>& benchmarks() {
       {"llm", "BLAS peak, tokenizer MB/s, generation tokens/s, forward share of peak, training attention", bench_llm},
       {"rollout", "asynchronous (fiber) rollouts vs lock-step: tiny LLM, HTTP agent against a stub", bench_rollout},
       {"sweep", "an eval sweep against a stub with a hosted API's latency tail, 429s and 5xx: asynchronous vs lock-step", bench_sweep},
+      {"serve", "a sweep against turnrl serve without and with the prefix cache: speedup against Amdahl's bound", bench_serve},
       {"reward", "streaming vs synchronous scoring by an HTTP scorer: share of scorer time hidden", bench_reward},
       {"allocator", "fine-tuning steps with freed memory kept in the heap vs glibc's default allocator", bench_allocator},
       {"update", "PPO update seconds per collected turn on a config's prompts, share of matmul peak, vs another build", bench_update},

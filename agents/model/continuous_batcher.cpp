@@ -122,26 +122,28 @@ struct ContinuousBatcher::Impl {
   }
 
   /** Prefills waiting requests into free slots while the batch has room: a group of prompts in one
-   *  forward pass, right-padded to its longest (each row's causal keys are its own tokens only).
-   *  A group's rows start from cached prefixes of one length (none, often), as a multi-token step
-   *  needs slots of equal length. */
+   *  forward pass, each after its cached prefix, right-padded to the longest rest (each row's causal
+   *  keys are its own tokens only). */
   void admit(std::vector<Sequence>& done) {
     torch::NoGradGuard no_grad;
     const auto start = std::chrono::steady_clock::now();
+    const int64_t context = model.context_length();
     while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
       const int64_t first = static_cast<int64_t>(running.size());
-      const int64_t reused = cached_prefix(waiting.front());
-      std::vector<int64_t> lengths;  // tokens each row prefills
-      int64_t longest = 0;
+      std::vector<int64_t> reused, lengths;  // per row: cached prefix, tokens to prefill
+      int64_t longest = 0, most_reused = 0;
       while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
         const std::vector<int32_t>& prompt = waiting.front().request.prompt;
-        const int64_t length = static_cast<int64_t>(prompt.size()) - reused;
-        const int64_t wider = std::max(longest, length);
-        if (!lengths.empty() && (wider * static_cast<int64_t>(lengths.size() + 1) > kPrefillTokens || cached_prefix(waiting.front()) != reused)) break;
+        const int64_t cached = cached_prefix(waiting.front()), length = static_cast<int64_t>(prompt.size()) - cached;
+        const int64_t wider = std::max(longest, length), deeper = std::max(most_reused, cached);
+        // The step spans the longest prefix plus the longest rest: it must fit the context.
+        if (!lengths.empty() && (wider * static_cast<int64_t>(lengths.size() + 1) > kPrefillTokens || deeper + wider > context)) break;
         const int64_t slot = static_cast<int64_t>(running.size());
         cache.clear(slot);
-        if (prefix_cache) prefix_cache->restore(prompt, reused, cache, slot);
+        if (prefix_cache) prefix_cache->restore(prompt, cached, cache, slot);
         longest = wider;
+        most_reused = deeper;
+        reused.push_back(cached);
         lengths.push_back(length);
         running.push_back(std::move(waiting.front()));
         waiting.pop_front();
@@ -151,9 +153,10 @@ struct ContinuousBatcher::Impl {
     prefill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  /** The forward pass of a group admitted into slots first.. (their prompts after `reused` tokens):
-   *  samples each row's first token and keeps its prompt in the prefix cache. */
-  void prefill(int64_t first, int64_t reused, const std::vector<int64_t>& lengths, int64_t longest, std::vector<Sequence>& done) {
+  /** The forward pass of a group admitted into slots first.. (row b's prompt after its `reused[b]`
+   *  cached tokens): samples each row's first token and keeps its prompt in the prefix cache. */
+  void prefill(int64_t first, const std::vector<int64_t>& reused, const std::vector<int64_t>& lengths, int64_t longest,
+               std::vector<Sequence>& done) {
     const int64_t rows = static_cast<int64_t>(lengths.size());
     std::vector<bool> finished(running.size(), false);
     try {
@@ -161,7 +164,8 @@ struct ContinuousBatcher::Impl {
       auto ids_a = ids.accessor<int64_t, 2>();
       for (int64_t b = 0; b < rows; ++b) {
         const std::vector<int32_t>& prompt = running[static_cast<size_t>(first + b)].request.prompt;
-        for (size_t t = static_cast<size_t>(reused); t < prompt.size(); ++t) ids_a[b][static_cast<int64_t>(t) - reused] = prompt[t];
+        const int64_t from = reused[static_cast<size_t>(b)];
+        for (size_t t = static_cast<size_t>(from); t < prompt.size(); ++t) ids_a[b][static_cast<int64_t>(t) - from] = prompt[t];
       }
       const torch::Tensor hidden = module->forward(ids.to(device()), cache, first, lengths);
       const torch::Tensor last = torch::tensor(lengths, torch::kInt64).sub_(1).to(device());

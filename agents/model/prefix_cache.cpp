@@ -147,17 +147,25 @@ void PrefixCache::store(const std::vector<int32_t>& tokens, int64_t count, const
   }
   Impl::Node* deepest = parent;
   if (match.length < count) {
-    auto leaf = std::make_unique<Impl::Node>();
-    leaf->tokens.assign(tokens.begin() + match.length, tokens.begin() + count);
-    leaf->kv = cache.copy_out(slot, match.length, count - match.length);
-    leaf->parent = parent;
-    if (parent != &impl.root && parent->children.empty()) impl.leaves.erase({parent->used, parent});
-    deepest = leaf.get();
-    impl.leaves.insert({leaf->used, deepest});
-    const uint64_t added = leaf->tokens.size();
-    parent->children.emplace(leaf->tokens.front(), std::move(leaf));
-    impl.stats.cached_tokens += added;
-    impl.stats.bytes += added * impl.bytes_per_token;
+    KVBlock added = cache.copy_out(slot, match.length, count - match.length);
+    const uint64_t tokens_added = static_cast<uint64_t>(count - match.length);
+    if (parent != &impl.root && parent->children.empty()) {  // a leaf grows in place: a chain stays one node, one copy to restore
+      parent->tokens.insert(parent->tokens.end(), tokens.begin() + match.length, tokens.begin() + count);
+      for (size_t layer = 0; layer < added.keys.size(); ++layer) {
+        parent->kv.keys[layer] = torch::cat({parent->kv.keys[layer], added.keys[layer]}, 1);
+        parent->kv.values[layer] = torch::cat({parent->kv.values[layer], added.values[layer]}, 1);
+      }
+    } else {
+      auto leaf = std::make_unique<Impl::Node>();
+      leaf->tokens.assign(tokens.begin() + match.length, tokens.begin() + count);
+      leaf->kv = std::move(added);
+      leaf->parent = parent;
+      deepest = leaf.get();
+      impl.leaves.insert({leaf->used, deepest});
+      parent->children.emplace(leaf->tokens.front(), std::move(leaf));
+    }
+    impl.stats.cached_tokens += tokens_added;
+    impl.stats.bytes += tokens_added * impl.bytes_per_token;
   }
   if (deepest != &impl.root) impl.touch(deepest);
   impl.evict();

@@ -122,14 +122,17 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int
   step_tokens_.assign(static_cast<size_t>(rows), step_length);
   int64_t longest = 0;
   for (int64_t b = 0; b < rows; ++b) {
-    const int64_t length = lengths_[static_cast<size_t>(first + b)];
-    TORCH_CHECK(step_length == 1 || b == 0 || length == longest, "SlotCache: a multi-token step needs slots of equal length");
-    longest = std::max(longest, length);
+    longest = std::max(longest, lengths_[static_cast<size_t>(first + b)]);
     if (!tokens.empty()) {
       TORCH_CHECK(tokens[static_cast<size_t>(b)] >= 1 && tokens[static_cast<size_t>(b)] <= step_length, "SlotCache: a row's tokens must be 1..L");
       step_tokens_[static_cast<size_t>(b)] = tokens[static_cast<size_t>(b)];
     }
   }
+  // A one-token step writes each row at its own length. A longer one writes every row at the
+  // longest length, the causal rule's place for query i (T - L + i); a shorter row's gap is masked,
+  // and end_step moves its entries down.
+  step_at_.resize(static_cast<size_t>(rows));
+  for (int64_t b = 0; b < rows; ++b) step_at_[static_cast<size_t>(b)] = step_length == 1 ? lengths_[static_cast<size_t>(first + b)] : longest;
   const int64_t total = longest + step_length;
   TORCH_CHECK(total <= max_positions_, "position beyond max_position_embeddings (", max_positions_, ")");
   reserve(first + rows, total);
@@ -138,9 +141,10 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int
   auto positions_a = positions.accessor<int64_t, 2>();
   auto mask_a = key_mask.accessor<bool, 2>();
   for (int64_t b = 0; b < rows; ++b) {
-    const int64_t length = lengths_[static_cast<size_t>(first + b)];
+    const int64_t length = lengths_[static_cast<size_t>(first + b)], at = step_at_[static_cast<size_t>(b)];
     for (int64_t i = 0; i < step_length; ++i) positions_a[b][i] = length + i;
-    for (int64_t j = 0; j < length + step_tokens_[static_cast<size_t>(b)]; ++j) mask_a[b][j] = true;
+    for (int64_t j = 0; j < length; ++j) mask_a[b][j] = true;
+    for (int64_t j = at; j < at + step_tokens_[static_cast<size_t>(b)]; ++j) mask_a[b][j] = true;
   }
   step_first_ = first;
   step_rows_ = rows;
@@ -154,13 +158,10 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::append(size_t layer, const to
   torch::Tensor& keys = keys_.at(layer);
   torch::Tensor& values = values_.at(layer);
   if (step_length_ == 1) {  // one scatter per layer: row b's token at index lengths[first + b] of its slot
-    std::vector<int64_t> slots(static_cast<size_t>(step_rows_)), at(static_cast<size_t>(step_rows_));
-    for (int64_t b = 0; b < step_rows_; ++b) {
-      slots[static_cast<size_t>(b)] = step_first_ + b;
-      at[static_cast<size_t>(b)] = lengths_[static_cast<size_t>(step_first_ + b)];
-    }
+    std::vector<int64_t> slots(static_cast<size_t>(step_rows_));
+    for (int64_t b = 0; b < step_rows_; ++b) slots[static_cast<size_t>(b)] = step_first_ + b;
     const torch::Tensor slot_index = torch::tensor(slots, torch::kInt64).to(keys.device());
-    const torch::Tensor at_index = torch::tensor(at, torch::kInt64).to(keys.device());
+    const torch::Tensor at_index = torch::tensor(step_at_, torch::kInt64).to(keys.device());
     using torch::indexing::Slice;
     // Under autocast a step's keys and values come in bf16 while the cache keeps the model's dtype;
     // index_put_, unlike copy_, does not convert.
@@ -168,7 +169,7 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::append(size_t layer, const to
     values.index_put_({slot_index, Slice(), at_index}, v.squeeze(2).to(values.scalar_type()));
   } else {
     for (int64_t b = 0; b < step_rows_; ++b) {
-      const int64_t at = lengths_[static_cast<size_t>(step_first_ + b)];
+      const int64_t at = step_at_[static_cast<size_t>(b)];
       keys[step_first_ + b].narrow(1, at, step_length_).copy_(k[b]);
       values[step_first_ + b].narrow(1, at, step_length_).copy_(v[b]);
     }
@@ -178,7 +179,18 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::append(size_t layer, const to
 }
 
 void SlotCache::end_step() {
-  for (int64_t b = 0; b < step_rows_; ++b) lengths_[static_cast<size_t>(step_first_ + b)] += step_tokens_[static_cast<size_t>(b)];
+  torch::NoGradGuard no_grad;
+  for (int64_t b = 0; b < step_rows_; ++b) {
+    const int64_t slot = step_first_ + b, tokens = step_tokens_[static_cast<size_t>(b)];
+    int64_t& length = lengths_[static_cast<size_t>(slot)];
+    const int64_t at = step_at_[static_cast<size_t>(b)];
+    if (at != length) {  // close the gap (the ranges may overlap: copy from a copy)
+      for (std::vector<torch::Tensor>* store : {&keys_, &values_}) {
+        for (torch::Tensor& layer : *store) layer[slot].narrow(1, length, tokens).copy_(layer[slot].narrow(1, at, tokens).clone());
+      }
+    }
+    length += tokens;
+  }
   step_rows_ = 0;
 }
 

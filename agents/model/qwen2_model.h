@@ -59,8 +59,9 @@ class SlotCache : public KVStore {
   void copy_in(int64_t slot, int64_t at, const KVBlock& block, int64_t count);
 
   /** Rows b of a step [B, L] continue slots first + b with `tokens[b]` real tokens each (empty: all
-   *  L), right-padded to L. Returns their positions [B, L] and the key mask [B, T]. L > 1 (a
-   *  prefill) needs slots of equal length, as the causal rule puts query i at T - L + i. */
+   *  L), right-padded to L. Returns their positions [B, L] and the key mask [B, T]. Slots may differ
+   *  in length: with L > 1 a shorter slot's step is written after a masked gap (the causal rule
+   *  puts query i at T - L + i) and moved down to its length by end_step. */
   std::pair<torch::Tensor, torch::Tensor> begin_step(int64_t first, int64_t rows, int64_t step_length,
                                                      const std::vector<int64_t>& tokens = {});
   std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) override;
@@ -75,7 +76,7 @@ class SlotCache : public KVStore {
   std::vector<torch::Tensor> keys_, values_;
   std::vector<int64_t> lengths_;
   int64_t step_first_ = 0, step_rows_ = 0, step_length_ = 0, step_total_ = 0;
-  std::vector<int64_t> step_tokens_;
+  std::vector<int64_t> step_tokens_, step_at_;  // per row: real tokens, where the step writes them
 };
 
 /** Which keys each query sees: causal over cache indices, real tokens only. */

@@ -9,7 +9,9 @@ namespace turnrl::trainer {
 
 memory::HistoryConfig TurnSettings::history_config(size_t agent_prompt_limit) const {
   memory::HistoryConfig config;
-  config.layout = layout == TurnLayout::kVerlog ? memory::PromptLayout::kVerlog : memory::PromptLayout::kBalrog;
+  config.layout = layout == TurnLayout::kVerlog       ? memory::PromptLayout::kVerlog
+                  : layout == TurnLayout::kTranscript ? memory::PromptLayout::kTranscript
+                                                      : memory::PromptLayout::kBalrog;
   config.max_turns = history;
   config.token_budget = static_cast<size_t>(token_budget);
   if (agent_prompt_limit > 0 && (config.token_budget == 0 || config.token_budget > agent_prompt_limit)) {
@@ -17,7 +19,7 @@ memory::HistoryConfig TurnSettings::history_config(size_t agent_prompt_limit) co
   }
   TurnSuffix chosen = suffix;
   if (chosen == TurnSuffix::kAuto) {
-    chosen = layout == TurnLayout::kBalrog ? TurnSuffix::kBalrogNaive : layout == TurnLayout::kVerlog ? TurnSuffix::kVerlogCot : TurnSuffix::kNone;
+    chosen = layout == TurnLayout::kVerlog ? TurnSuffix::kVerlogCot : layout == TurnLayout::kCompact ? TurnSuffix::kNone : TurnSuffix::kBalrogNaive;
   }
   config.suffix = chosen == TurnSuffix::kBalrogNaive ? memory::kBalrogNaiveSuffix
                   : chosen == TurnSuffix::kVerlogCot ? memory::verlog_format_instruction()
@@ -87,7 +89,7 @@ Key<TurnSettings> synonyms_key() {
 const Schema<TurnSettings>& turn_keys() {
   using T = TurnSettings;
   static const Schema<T> keys = {
-      key("layout", &T::layout, "prompt layout: BALROG's, Verlog's (system instruction, previous plan) or compact (the goal line)"),
+      key("layout", &T::layout, "prompt layout: BALROG's, Verlog's (system instruction, previous plan) compact (the goal line) or transcript (the whole episode, each prompt extending the last)"),
       key("history", &T::history, "previous turns kept in the prompt (BALROG 16, Verlog 1)", non_negative<int>()),
       key("token_budget", &T::token_budget, "drop the oldest turns until the prompt fits; 0: none", non_negative<int>("0: none")),
       key("suffix", &T::suffix, "appended to the last user message; auto: the layout's"),

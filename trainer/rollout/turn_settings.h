@@ -17,6 +17,7 @@ enum class TurnLayout {
   kBalrog,   // instruction as the first user message, BALROG's window (balrog.md 1.2)
   kVerlog,   // instruction as the system message, "Previous plan:" (verlog.md 3)
   kCompact,  // BALROG's window with the env's goal line as the instruction (tiny models)
+  kTranscript,  // BALROG's instruction, then the whole episode: each prompt extends the last (`history` unused)
 };
 
 /** Appended to the last user message: the layout's (BALROG's naive-agent line, Verlog's THINK/ACTION
@@ -61,7 +62,7 @@ TurnSettings read_turn_settings(ConfigSection section);
 template <>
 struct EnumNames<TurnLayout> {
   static const std::vector<std::string>& names() {
-    static const std::vector<std::string> n = {"balrog", "verlog", "compact"};
+    static const std::vector<std::string> n = {"balrog", "verlog", "compact", "transcript"};
     return n;
   }
 };
