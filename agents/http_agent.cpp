@@ -56,6 +56,14 @@ bool stale_connection(const beast::error_code& error) {
 
 std::exception_ptr failure(const std::string& message) { return std::make_exception_ptr(std::runtime_error(message)); }
 
+/** A count of the reply's `usage` (OpenAI's prompt_tokens, completion_tokens); 0 when absent. */
+size_t usage_count(const nlohmann::json& reply, const char* key) {
+  const auto usage = reply.find("usage");
+  if (usage == reply.end() || !usage->is_object()) return 0;
+  const auto count = usage->find(key);
+  return count != usage->end() && count->is_number_unsigned() ? count->get<size_t>() : 0;
+}
+
 }  // namespace
 
 /** Everything below runs on the I/O thread, except the constructor, submit() and the destructor. */
@@ -161,6 +169,8 @@ struct HttpAgent::Impl {
     AgentResult result;
     if (choice["message"]["content"].is_string()) result.reply.text = choice["message"]["content"].get<std::string>();
     result.reply.truncated = choice.contains("finish_reason") && choice["finish_reason"] == "length";
+    result.reply.prompt_tokens = usage_count(reply, "prompt_tokens");
+    result.reply.completion_tokens = usage_count(reply, "completion_tokens");
     finish(call, std::move(result));
   }
 

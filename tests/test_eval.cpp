@@ -61,6 +61,34 @@ TEST_CASE("BALROG summary: SE = population std / sqrt(n); overall SE = sqrt(sum 
   CHECK(svg.find("</svg>") != std::string::npos);
 }
 
+TEST_CASE("summary: tokens summed per task, env and model; cost from the model's USD per million tokens") {
+  std::vector<tools::EpisodeResult> episodes = {{"m", "a", "a/1", 1.0, 1000, 10},
+                                                {"m", "a", "a/2", 0.0, 3000, 30},
+                                                {"m", "b", "b/1", 0.5, 500'000, 250'000},
+                                                {"free", "a", "a/1", 0.0, 7, 7}};
+  const auto rows = tools::summarize(episodes, {{"m", {2.5, 10.0}}});
+  REQUIRE(rows.size() == 3u + 6u);  // free: a/1, a, overall; m: a/1, a/2, a, b/1, b, overall
+  const auto& m_a = rows[5];
+  CHECK(m_a.model == "m");
+  CHECK(m_a.task == "all");
+  CHECK(m_a.prompt_tokens == 4000u);
+  CHECK(m_a.completion_tokens == 40u);
+  REQUIRE(m_a.cost_usd.has_value());
+  CHECK(*m_a.cost_usd == doctest::Approx((4000 * 2.5 + 40 * 10.0) / 1e6));
+  const auto& m_all = rows.back();
+  CHECK(m_all.env == "all");
+  CHECK(m_all.prompt_tokens == 504'000u);
+  CHECK(m_all.completion_tokens == 250'040u);
+  CHECK(*m_all.cost_usd == doctest::Approx(504'000 * 2.5e-6 + 250'040 * 10e-6));  // 1.26 + 2.5004
+  CHECK_FALSE(rows[2].cost_usd.has_value());  // no prices: no cost
+  CHECK(rows[2].prompt_tokens == 7u);
+  const std::string markdown = tools::summary_markdown(rows);
+  CHECK(markdown.find("| m | 3 | 504000 | 250040 | 3.7604 |") != std::string::npos);
+  CHECK(markdown.find("| free | 1 | 7 | 7 |  |") != std::string::npos);
+  CHECK(tools::summary_csv(rows).find("m,all,all,3,") != std::string::npos);
+  CHECK(tools::summary_csv(rows).find(",504000,250040,3.760400\n") != std::string::npos);
+}
+
 TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env family, outputs checked, resume") {
   const auto tasks = one_task_per_family();
   serve::OpenAiStubServer server([&](int index, const nlohmann::json&) {
@@ -91,6 +119,7 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
   constexpr size_t kModels = 3;
   REQUIRE(lines.size() == kModels * 3 * tasks.size());
   std::map<std::tuple<std::string, std::string>, std::vector<double>> progression;
+  std::map<std::string, size_t> prompt_tokens, completion_tokens;  // per model, from the episodes
   size_t tiny_turns = 0;
   for (const auto& line : lines) {
     const auto record = nlohmann::json::parse(line);
@@ -100,7 +129,10 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
     CHECK(turns.size() <= 6u);
     CHECK(record.at("seed").get<int>() == 5 + record.at("episode").get<int>());
     double reward = 0.0;
+    size_t episode_prompt = 0, episode_completion = 0;
     for (const auto& turn : turns) {
+      episode_prompt += turn.at("prompt_tokens").get<size_t>();
+      episode_completion += turn.at("completion_tokens").get<size_t>();
       CHECK(turn.at("prompt").size() >= 2u);
       CHECK(turn.at("prompt")[0].at("role") == "user");
       CHECK(turn.at("prompt").back().at("content").get<std::string>().find("Current Observation:") == 0);
@@ -116,19 +148,30 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
       if (record.at("model") == "tiny") ++tiny_turns;
     }
     CHECK(record.at("return").get<double>() == doctest::Approx(reward));
+    CHECK(record.at("prompt_tokens").get<size_t>() == episode_prompt);
+    CHECK(record.at("completion_tokens").get<size_t>() == episode_completion);
+    prompt_tokens[record.at("model")] += episode_prompt;
+    completion_tokens[record.at("model")] += episode_completion;
     progression[{record.at("model"), record.at("task")}].push_back(record.at("progression"));
   }
   CHECK(server.requests() > 0);
   CHECK(tiny_turns >= 3 * tasks.size());
+  // Tokens: the stub's usage, summed; the local model's own count; none for the random agent.
+  CHECK(server.prompt_tokens() > 0);
+  CHECK(prompt_tokens["loop"] == server.prompt_tokens());
+  CHECK(completion_tokens["loop"] == server.completion_tokens());
+  CHECK(prompt_tokens["tiny"] > 0);
+  CHECK(completion_tokens["tiny"] >= tiny_turns);
+  CHECK(prompt_tokens["random"] + completion_tokens["random"] == 0);
 
   // The CSV rows match the JSONL, with BALROG's SE recomputed here.
   const auto csv = split(read(dir / "out/summary.csv"), '\n');
   REQUIRE(csv.size() >= 1u);
-  CHECK(csv[0] == "model,env,task,episodes,progression_mean,standard_error");
+  CHECK(csv[0] == "model,env,task,episodes,progression_mean,standard_error,prompt_tokens,completion_tokens,cost_usd");
   size_t task_rows = 0;
   for (size_t i = 1; i < csv.size(); ++i) {
     const auto cells = split(csv[i], ',');
-    REQUIRE(cells.size() == 6u);
+    REQUIRE(cells.size() >= 8u);  // no cost: the last cell empty
     const auto found = progression.find({cells[0], cells[2]});
     if (found == progression.end()) continue;
     ++task_rows;
@@ -141,6 +184,14 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
     CHECK(std::stod(cells[5]) == doctest::Approx(std::sqrt(squares / values.size()) / std::sqrt(values.size())).epsilon(1e-3));
   }
   CHECK(task_rows == kModels * tasks.size());
+  for (size_t i = 1; i < csv.size(); ++i) {
+    const auto cells = split(csv[i], ',');
+    if (cells[1] != "all") continue;
+    CHECK(std::stoul(cells[6]) == prompt_tokens[cells[0]]);
+    CHECK(std::stoul(cells[7]) == completion_tokens[cells[0]]);
+  }
+  CHECK(read(dir / "out/summary.md").find("| loop | " + std::to_string(3 * tasks.size()) + " | " + std::to_string(prompt_tokens["loop"])) !=
+        std::string::npos);
   CHECK(read(dir / "out/summary.md").find("| random |") != std::string::npos);
   CHECK(read(dir / "out/summary.md").find("| tiny |") != std::string::npos);
   CHECK(read(dir / "out/summary.svg").find("</svg>") != std::string::npos);
@@ -245,7 +296,7 @@ TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded
   size_t summarized = 0;
   for (const auto& row : split(read(dir / "out/summary.csv"), '\n')) {
     const auto cells = split(row, ',');
-    if (cells.size() == 6 && cells[2] == "babyai/goto") summarized = std::stoul(cells[3]);
+    if (cells.size() >= 8 && cells[2] == "babyai/goto") summarized = std::stoul(cells[3]);
   }
   CHECK(summarized == finished.size());  // unfinished episodes are left out of the summaries
 

@@ -50,6 +50,20 @@ TEST_CASE("http agent: request format and reply") {
   CHECK(server.connections() == 1);  // keep-alive: both requests on one connection
 }
 
+TEST_CASE("http agent: the reply carries the server's usage") {
+  serve::OpenAiStubServer server([](int, const nlohmann::json&) {
+    serve::ChatStubReply reply{200, "go forward", 0};
+    reply.prompt_tokens = 123;
+    reply.completion_tokens = 45;
+    return reply;
+  });
+  agents::HttpAgent agent(config_for(server.base_url()));
+  const auto replies = agent.act({{{{"user", "hello"}}, nullptr, 0}});
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].prompt_tokens == 123u);
+  CHECK(replies[0].completion_tokens == 45u);
+}
+
 TEST_CASE("http agent: retries after a 500") {
   serve::OpenAiStubServer server([](int index, const nlohmann::json&) {
     return index == 0 ? serve::ChatStubReply{500, "", 0} : serve::ChatStubReply{200, "turn left", 0};

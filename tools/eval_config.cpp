@@ -39,6 +39,10 @@ Schema<EvalModel> model_keys() {
       key("temperature", &M::temperature, "http and llm: sampling temperature (0: greedy)", trainer::non_negative<double>()),
       key("max_response_tokens", &M::max_new_tokens, "http and llm: reply length limit (unset: BALROG's 8192 for http, 64 for llm)",
           trainer::positive<int>()),
+      key("usd_per_million_prompt_tokens", &M::price_prompt,
+          "http and llm: the price of prompt tokens, for the summary's cost (0 and completion 0: no cost)", trainer::non_negative<double>()),
+      key("usd_per_million_completion_tokens", &M::price_completion, "http and llm: the price of completion tokens, for the summary's cost",
+          trainer::non_negative<double>()),
   };
 }
 
@@ -49,6 +53,10 @@ void check_model(ConfigSection& section, EvalModel& model) {
   if (model.type == Type::kHttp && (model.base_url.empty() || model.model.empty())) section.fail("base_url", "and model are required for type http");
   if (model.expert_sight != envs::ExpertSight::kFull && model.type != Type::kExpert) section.fail("expert_sight", "applies to type expert only");
   if (model.type == Type::kLlm && model.path.empty()) section.fail("path", "is required for type llm");
+  const bool counts_tokens = model.type == Type::kHttp || model.type == Type::kLlm;
+  for (const char* price : {"usd_per_million_prompt_tokens", "usd_per_million_completion_tokens"}) {
+    if (section.has_value(price) && !counts_tokens) section.fail(price, "applies to types http and llm only (the others use no tokens)");
+  }
   if (model.max_new_tokens == 0) model.max_new_tokens = model.type == Type::kHttp ? kBalrogMaxTokens : kLocalMaxTokens;
 }
 

@@ -33,6 +33,8 @@ struct EvalModel {
   double temperature = 1.0;
   /** Reply length limit; BALROG's 8192 for http unless set, 64 for local models. */
   int max_new_tokens = 0;
+  // cost (http and llm): USD per million tokens; 0 and 0: no cost in the summary
+  double price_prompt = 0.0, price_completion = 0.0;
 };
 
 struct EvalConfig {

@@ -75,13 +75,19 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
   return records;
 }
 
+/** An episode's result for the summaries, from its record (files before token counts: 0). */
+EpisodeResult result_of(const nlohmann::json& record) {
+  return {record.at("model"), record.at("env"), record.at("task"), record.at("progression"), record.value("prompt_tokens", size_t{0}),
+          record.value("completion_tokens", size_t{0})};
+}
+
 /** The finished episodes of the file: their keys, and their results for the summaries. */
 void read_finished(const std::string& jsonl, std::set<EpisodeKey>& finished, std::vector<EpisodeResult>& results) {
   for (const auto& record : read_records(jsonl)) {
     if (record.contains("error")) continue;  // ended by an agent error: to play again
     try {
       finished.emplace(record.at("model").get<std::string>(), record.at("task").get<std::string>(), record.at("episode").get<int>());
-      results.push_back({record.at("model"), record.at("env"), record.at("task"), record.at("progression")});
+      results.push_back(result_of(record));
     } catch (const nlohmann::json::exception& error) {
       throw std::runtime_error(jsonl + ": a record lacks a field: " + error.what());
     }
@@ -97,11 +103,14 @@ std::string family_of(const std::string& env_id) { return env_id.substr(0, env_i
 
 nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode) {
   nlohmann::json turns = nlohmann::json::array();
+  size_t prompt_tokens = 0, completion_tokens = 0;
   for (const auto& turn : log.turns) {
     nlohmann::json prompt = nlohmann::json::array();
     for (const auto& message : turn.prompt) prompt.push_back({{"role", message.role}, {"content", message.content}});
     nlohmann::json record = {{"prompt", std::move(prompt)}, {"reply", turn.reply}, {"action", turn.action}, {"valid", turn.valid},
-                             {"reward", turn.reward}};
+                             {"reward", turn.reward}, {"prompt_tokens", turn.prompt_tokens}, {"completion_tokens", turn.completion_tokens}};
+    prompt_tokens += turn.prompt_tokens;
+    completion_tokens += turn.completion_tokens;
     if (!turn.error.empty()) record["error"] = turn.error;  // the agent gave no reply: default action, episode over
     turns.push_back(std::move(record));
   }
@@ -116,6 +125,8 @@ nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLo
                            {"return", log.episode_return},
                            {"terminated", log.terminated},
                            {"truncated", log.truncated},
+                           {"prompt_tokens", prompt_tokens},
+                           {"completion_tokens", completion_tokens},
                            {"turns", std::move(turns)}};
   if (const std::string error = episode_error(log); !error.empty()) record["error"] = error;
   return record;
@@ -164,7 +175,8 @@ SweepTally run_sweep(const EvalConfig& config) {
     runner.progress_label = model.name;
     trainer::run_episodes(jobs, make_env, *agent, runner, [&](trainer::EpisodeLog&& log) {
       const int episode = episode_of[log.job.key];
-      out << episode_record(model.name, log, episode).dump() << "\n";
+      const nlohmann::json record = episode_record(model.name, log, episode);
+      out << record.dump() << "\n";
       out.flush();
       ++tally.played;
       if (!episode_error(log).empty()) {
@@ -172,7 +184,7 @@ SweepTally run_sweep(const EvalConfig& config) {
         return;
       }
       ++tally.finished;
-      results.push_back({model.name, family_of(log.job.env_id), log.job.env_id, log.progression});
+      results.push_back(result_of(record));
       ++done;
       spdlog::info("[{}/{}] {} {} episode {}: {} turns, progression {:.3f}", done, total, model.name, log.job.env_id, episode,
                    log.turns.size(), log.progression);
@@ -184,7 +196,9 @@ SweepTally run_sweep(const EvalConfig& config) {
                  jsonl);
   }
 
-  const std::vector<SummaryRow> rows = summarize(results);
+  ModelPrices prices;
+  for (const auto& model : config.models) prices[model.name] = {model.price_prompt, model.price_completion};
+  const std::vector<SummaryRow> rows = summarize(results, prices);
   write_file(out_dir / "summary.csv", summary_csv(rows));
   write_file(out_dir / "summary.md", summary_markdown(rows));
   write_file(out_dir / "summary.svg", summary_svg(rows));
