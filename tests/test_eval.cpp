@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -315,5 +316,36 @@ TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded
   const auto third = test::run_turnrl("eval --config " + config);
   REQUIRE_MESSAGE(third.exit_code == 0, third.output);
   CHECK(split(read(dir / "out/episodes.jsonl"), '\n').size() == lines.size());  // nothing left to play
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets and prices refused where they cannot apply") {
+  std::vector<std::chrono::steady_clock::time_point> arrivals;  // the stub's thread; read after the run
+  serve::OpenAiStubServer server([&](int, const nlohmann::json&) {
+    arrivals.push_back(std::chrono::steady_clock::now());
+    return serve::ChatStubReply{200, "go forward", 0};
+  });
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_budget_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string config = (dir / "sweep.yaml").string();
+  std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\nenv:\n  id: [babyai/goto]\n"
+                        << "episodes_per_task: 3\nparallel_episodes: 3\nturn: {max_turns: 3}\n"
+                        << "models:\n  - {name: api, type: http, base_url: \"" << server.base_url()
+                        << "\", model: m, concurrency: 3, requests_per_minute: 600}\n";
+  const auto run = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(run.exit_code == 0, run.output);
+  REQUIRE(arrivals.size() >= 4u);
+  for (size_t i = 1; i < arrivals.size(); ++i) CHECK(arrivals[i] - arrivals[i - 1] >= std::chrono::milliseconds(90));
+
+  for (const std::string key : {"requests_per_minute: 60", "tokens_per_minute: 1000", "usd_per_million_prompt_tokens: 1"}) {
+    std::ofstream(config) << "env:\n  id: [babyai/goto]\nmodels: [{name: r, type: random, " << key << "}]\n";
+    const auto refused = test::run_turnrl("eval --config " + config);
+    CHECK(refused.exit_code != 0);
+    CHECK_MESSAGE(refused.output.find("models[0]." + key.substr(0, key.find(':'))) != std::string::npos, refused.output);
+  }
+  std::ofstream(config) << "env:\n  id: [babyai/goto]\nmodels: [{name: h, type: http, base_url: \"http://127.0.0.1:1/v1\", model: m, "
+                        << "tokens_per_minute: -5}]\n";
+  CHECK(test::run_turnrl("eval --config " + config).output.find("models[0].tokens_per_minute") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

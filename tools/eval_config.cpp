@@ -34,6 +34,12 @@ Schema<EvalModel> model_keys() {
       key("backoff", &M::backoff_s, "http: seconds before the first retry, doubled for each next one (a 429's Retry-After replaces it)",
           trainer::non_negative<double>()),
       key("concurrency", &M::concurrency, "http: requests in flight at once", trainer::positive<int>()),
+      key("requests_per_minute", &M::requests_per_minute,
+          "http: client-side budget; attempts (retries too) are spaced 60/requests_per_minute s apart (0: none)", trainer::non_negative<int>()),
+      key("tokens_per_minute", &M::tokens_per_minute,
+          "http: client-side budget of prompt + completion tokens (the server's usage); each request holds the next back by its "
+          "tokens' share of a minute (0: none)",
+          trainer::non_negative<int>()),
       key("path", &M::path, "llm: the model folder (required)"),
       key("device", &M::device, "llm: cpu or cuda"),
       key("temperature", &M::temperature, "http and llm: sampling temperature (0: greedy)", trainer::non_negative<double>()),
@@ -53,6 +59,9 @@ void check_model(ConfigSection& section, EvalModel& model) {
   if (model.type == Type::kHttp && (model.base_url.empty() || model.model.empty())) section.fail("base_url", "and model are required for type http");
   if (model.expert_sight != envs::ExpertSight::kFull && model.type != Type::kExpert) section.fail("expert_sight", "applies to type expert only");
   if (model.type == Type::kLlm && model.path.empty()) section.fail("path", "is required for type llm");
+  for (const char* budget : {"requests_per_minute", "tokens_per_minute"}) {
+    if (section.has_value(budget) && model.type != Type::kHttp) section.fail(budget, "applies to type http only");
+  }
   const bool counts_tokens = model.type == Type::kHttp || model.type == Type::kLlm;
   for (const char* price : {"usd_per_million_prompt_tokens", "usd_per_million_completion_tokens"}) {
     if (section.has_value(price) && !counts_tokens) section.fail(price, "applies to types http and llm only (the others use no tokens)");

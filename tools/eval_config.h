@@ -27,6 +27,7 @@ struct EvalModel {
   int retries = 3;
   double backoff_s = 0.5;  // before retry k: backoff_s * 2^k, unless the server's Retry-After says otherwise
   int concurrency = 8;  // http: requests in flight at once
+  int requests_per_minute = 0, tokens_per_minute = 0;  // http: the client-side budget (agents/request_budget.h); 0: none
   // llm
   std::string path, device = "cpu";
   // sampling (http and llm)

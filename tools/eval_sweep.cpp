@@ -35,6 +35,8 @@ std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
     http.retries = model.retries;
     http.backoff_s = model.backoff_s;
     http.concurrency = model.concurrency;
+    http.requests_per_minute = model.requests_per_minute;
+    http.tokens_per_minute = model.tokens_per_minute;
     http.temperature = model.temperature;
     http.max_tokens = model.max_new_tokens;
     return std::make_unique<agents::HttpAgent>(http);
