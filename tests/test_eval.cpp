@@ -87,7 +87,31 @@ TEST_CASE("summary: tokens summed per task, env and model; cost from the model's
   CHECK(markdown.find("| m | 3 | 504000 | 250040 | 3.7604 |") != std::string::npos);
   CHECK(markdown.find("| free | 1 | 7 | 7 |  |") != std::string::npos);
   CHECK(tools::summary_csv(rows).find("m,all,all,3,") != std::string::npos);
-  CHECK(tools::summary_csv(rows).find(",504000,250040,3.760400\n") != std::string::npos);
+  CHECK(tools::summary_csv(rows).find(",1,0.0000,504000,250040,3.760400\n") != std::string::npos);
+}
+
+TEST_CASE("summary with repeats: each row's spread is the sample std of the repeats' own means") {
+  std::vector<tools::EpisodeResult> episodes;
+  // a/1: repeat means 50, 100, 0 (std 50); a/2: 100 in every repeat (std 0).
+  const std::vector<std::vector<double>> a1 = {{1.0, 0.0}, {1.0, 1.0}, {0.0, 0.0}};
+  for (int r = 0; r < 3; ++r) {
+    for (double p : a1[r]) episodes.push_back({"m", "a", "a/1", p, 0, 0, r});
+    episodes.push_back({"m", "a", "a/2", 1.0, 0, 0, r});
+  }
+  const auto rows = tools::summarize(episodes);
+  REQUIRE(rows.size() == 4u);  // a/1, a/2, a, overall
+  CHECK(rows[0].repeats == 3u);
+  CHECK(rows[0].mean == doctest::Approx(50.0));
+  CHECK(rows[0].repeat_std == doctest::Approx(50.0));
+  CHECK(rows[1].repeat_std == doctest::Approx(0.0));
+  // env a per repeat: (1 + 0 + 1) / 3, 1, 1 / 3 -> 66.7, 100, 33.3: std 33.3
+  CHECK(rows[2].repeat_std == doctest::Approx(100.0 / 3));
+  CHECK(rows[3].repeat_std == doctest::Approx(100.0 / 3));  // one env: the overall is the env's
+  CHECK(tools::summary_markdown(rows).find("| m | a | a/1 | 6 | 50.0 ± 20.4 | 50.0 (3 repeats) |") != std::string::npos);
+  CHECK(tools::summary_csv(rows).find("m,a,a/1,6,50.0000,20.4124,3,50.0000,") != std::string::npos);
+  for (auto& e : episodes) e.repeat = 0;
+  CHECK(tools::summarize(episodes)[0].repeat_std == 0.0);
+  CHECK(tools::summary_markdown(tools::summarize(episodes)).find("repeats") == std::string::npos);
 }
 
 TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env family, outputs checked, resume") {
@@ -168,11 +192,11 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
   // The CSV rows match the JSONL, with BALROG's SE recomputed here.
   const auto csv = split(read(dir / "out/summary.csv"), '\n');
   REQUIRE(csv.size() >= 1u);
-  CHECK(csv[0] == "model,env,task,episodes,progression_mean,standard_error,prompt_tokens,completion_tokens,cost_usd");
+  CHECK(csv[0] == "model,env,task,episodes,progression_mean,standard_error,repeats,repeat_std,prompt_tokens,completion_tokens,cost_usd");
   size_t task_rows = 0;
   for (size_t i = 1; i < csv.size(); ++i) {
     const auto cells = split(csv[i], ',');
-    REQUIRE(cells.size() >= 8u);  // no cost: the last cell empty
+    REQUIRE(cells.size() >= 10u);  // no cost: the last cell empty
     const auto found = progression.find({cells[0], cells[2]});
     if (found == progression.end()) continue;
     ++task_rows;
@@ -188,8 +212,8 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
   for (size_t i = 1; i < csv.size(); ++i) {
     const auto cells = split(csv[i], ',');
     if (cells[1] != "all") continue;
-    CHECK(std::stoul(cells[6]) == prompt_tokens[cells[0]]);
-    CHECK(std::stoul(cells[7]) == completion_tokens[cells[0]]);
+    CHECK(std::stoul(cells[8]) == prompt_tokens[cells[0]]);
+    CHECK(std::stoul(cells[9]) == completion_tokens[cells[0]]);
   }
   CHECK(read(dir / "out/summary.md").find("| loop | " + std::to_string(3 * tasks.size()) + " | " + std::to_string(prompt_tokens["loop"])) !=
         std::string::npos);
@@ -297,7 +321,7 @@ TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded
   size_t summarized = 0;
   for (const auto& row : split(read(dir / "out/summary.csv"), '\n')) {
     const auto cells = split(row, ',');
-    if (cells.size() >= 8 && cells[2] == "babyai/goto") summarized = std::stoul(cells[3]);
+    if (cells.size() >= 10 && cells[2] == "babyai/goto") summarized = std::stoul(cells[3]);
   }
   CHECK(summarized == finished.size());  // unfinished episodes are left out of the summaries
 
@@ -347,5 +371,74 @@ TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets
   std::ofstream(config) << "env:\n  id: [babyai/goto]\nmodels: [{name: h, type: http, base_url: \"http://127.0.0.1:1/v1\", model: m, "
                         << "tokens_per_minute: -5}]\n";
   CHECK(test::run_turnrl("eval --config " + config).output.find("models[0].tokens_per_minute") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("eval sweep with repeats: K seeds per episode slot, every repeat recorded and resumed; the summary's spread matches") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_repeats_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string config = (dir / "sweep.yaml").string();
+  std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\nenv:\n  id: [babyai/goto, babyai/open]\n"
+                        << "episodes_per_task: 3\nseed: 10\nrepeats: 2\nturn: {max_turns: 12}\nmodels: [{name: r, type: random}]\n";
+  const auto first = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(first.exit_code == 0, first.output);
+  const auto jsonl = dir / "out/episodes.jsonl";
+  std::set<std::tuple<std::string, int, int>> slots;
+  for (const auto& line : split(read(jsonl), '\n')) {
+    const auto record = nlohmann::json::parse(line);
+    const int episode = record.at("episode"), repeat = record.at("repeat");
+    CHECK(record.at("seed").get<int>() == 10 + repeat * 3 + episode);
+    CHECK(slots.emplace(record.at("task"), episode, repeat).second);
+  }
+  CHECK(slots.size() == 2u * 3 * 2);
+
+  // A torn record of repeat 1 is played again, and only it.
+  const auto lines = split(read(jsonl), '\n');
+  std::string kept;
+  std::string dropped;
+  for (const auto& line : lines) {
+    const auto record = nlohmann::json::parse(line);
+    if (dropped.empty() && record.at("repeat") == 1) dropped = line;
+    else kept += line + "\n";
+  }
+  std::ofstream(jsonl, std::ios::trunc) << kept;
+  const auto second = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(second.exit_code == 0, second.output);
+  const auto after = split(read(jsonl), '\n');
+  REQUIRE(after.size() == lines.size());
+  const auto replayed = nlohmann::json::parse(after.back()), original = nlohmann::json::parse(dropped);
+  CHECK(replayed.at("repeat") == 1);
+  CHECK(replayed.at("episode") == original.at("episode"));
+  CHECK(replayed.at("task") == original.at("task"));
+  CHECK(replayed.at("seed") == original.at("seed"));
+
+  // --repeats 3 plays exactly the third repeat's episodes; the spread is the std of the repeats' means.
+  const auto third = test::run_turnrl("eval --config " + config + " --repeats 3");
+  REQUIRE_MESSAGE(third.exit_code == 0, third.output);
+  const auto all = split(read(jsonl), '\n');
+  CHECK(all.size() == 2u * 3 * 3);
+  std::map<int, std::vector<double>> goto_by_repeat;
+  for (const auto& line : all) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.at("task") == "babyai/goto") goto_by_repeat[record.at("repeat")].push_back(100 * record.at("progression").get<double>());
+  }
+  REQUIRE(goto_by_repeat.size() == 3u);
+  std::vector<double> means;
+  for (const auto& [repeat, values] : goto_by_repeat) means.push_back((values[0] + values[1] + values[2]) / 3);
+  const double mean = (means[0] + means[1] + means[2]) / 3;
+  const double spread = std::sqrt(((means[0] - mean) * (means[0] - mean) + (means[1] - mean) * (means[1] - mean) +
+                                   (means[2] - mean) * (means[2] - mean)) / 2);
+  bool found = false;
+  for (const auto& row : split(read(dir / "out/summary.csv"), '\n')) {
+    const auto cells = split(row, ',');
+    if (cells.size() < 8 || cells[2] != "babyai/goto") continue;
+    found = true;
+    CHECK(cells[3] == "9");
+    CHECK(cells[6] == "3");
+    CHECK(std::stod(cells[7]) == doctest::Approx(spread).epsilon(1e-3));
+  }
+  CHECK(found);
+  CHECK(test::run_turnrl("eval --config " + config + " --repeats 0").exit_code != 0);
   std::filesystem::remove_all(dir);
 }

@@ -107,7 +107,12 @@ int run_eval(int argc, char** argv) {
   app.add_option("--out", run_out, "output folder (with --run)")->needs(run_option);
   bool sampled = false;
   app.add_flag("--sampled", sampled, "sample replies with the run's training sampling instead of greedy decoding (with --run)")->needs(run_option);
+  int repeats = 0;
+  app.add_option("--repeats", repeats, "K: seeds per episode slot, as the config's `repeats` (overrides it)")
+      ->check(CLI::PositiveNumber)
+      ->needs(config_option);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  if (repeats > 0) overrides.push_back("repeats=" + std::to_string(repeats));
   if (!run_dir.empty()) {
     if (seeds.empty() || run_out.empty()) throw std::invalid_argument("eval --run needs --seeds START:COUNT and --out DIR");
     return evaluate_run(run_dir, seeds, run_out, sampled);

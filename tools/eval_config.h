@@ -45,6 +45,7 @@ struct EvalConfig {
     std::vector<std::string> ids;  // e.g. babyai/goto
   } env;
   int episodes_per_task = 1;
+  int repeats = 1;  // seeds per episode slot: repeat r of episode e plays seed + r * episodes_per_task + e
   uint64_t seed = 0;
   std::map<std::string, nlohmann::json> env_options;  // per family (the id's part before '/')
   std::vector<EvalModel> models;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 #include "trainer/run/svg_chart.h"
 
@@ -53,9 +54,8 @@ std::string usage_markdown(const std::vector<SummaryRow>& rows) {
   return out;
 }
 
-}  // namespace
-
-std::vector<SummaryRow> summarize(const std::vector<EpisodeResult>& episodes, const ModelPrices& prices) {
+/** The rows of BALROG's summary, with tokens. */
+std::vector<SummaryRow> progression_rows(const std::vector<EpisodeResult>& episodes) {
   std::map<std::string, std::map<std::string, std::map<std::string, Episodes>>> grouped;
   for (const auto& e : episodes) grouped[e.model][e.env][e.task].push_back(&e);
   std::vector<SummaryRow> rows;
@@ -80,6 +80,34 @@ std::vector<SummaryRow> summarize(const std::vector<EpisodeResult>& episodes, co
     overall.standard_error = std::sqrt(se_squares) / n_envs;
     rows.push_back(overall);
   }
+  return rows;
+}
+
+/** Each row's spread over the repeats: the rows of every repeat's episodes alone, compared. */
+void add_repeat_spread(const std::vector<EpisodeResult>& episodes, std::vector<SummaryRow>& rows) {
+  std::map<int, std::vector<EpisodeResult>> by_repeat;
+  for (const auto& e : episodes) by_repeat[e.repeat].push_back(e);
+  if (by_repeat.size() < 2) return;
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> means;
+  for (const auto& [repeat, subset] : by_repeat) {
+    for (const SummaryRow& row : progression_rows(subset)) means[{row.model, row.env, row.task}].push_back(row.mean);
+  }
+  for (SummaryRow& row : rows) {
+    const std::vector<double>& values = means[{row.model, row.env, row.task}];
+    row.repeats = values.size();
+    if (values.size() < 2) continue;
+    double mean = 0.0, squares = 0.0;
+    for (double v : values) mean += v / values.size();
+    for (double v : values) squares += (v - mean) * (v - mean);
+    row.repeat_std = std::sqrt(squares / (values.size() - 1));
+  }
+}
+
+}  // namespace
+
+std::vector<SummaryRow> summarize(const std::vector<EpisodeResult>& episodes, const ModelPrices& prices) {
+  std::vector<SummaryRow> rows = progression_rows(episodes);
+  add_repeat_spread(episodes, rows);
   for (SummaryRow& row : rows) {
     const auto price = prices.find(row.model);
     if (price != prices.end() && price->second.given()) row.cost_usd = price->second.cost(row.prompt_tokens, row.completion_tokens);
@@ -88,20 +116,30 @@ std::vector<SummaryRow> summarize(const std::vector<EpisodeResult>& episodes, co
 }
 
 std::string summary_csv(const std::vector<SummaryRow>& rows) {
-  std::string out = "model,env,task,episodes,progression_mean,standard_error,prompt_tokens,completion_tokens,cost_usd\n";
+  std::string out =
+      "model,env,task,episodes,progression_mean,standard_error,repeats,repeat_std,prompt_tokens,completion_tokens,cost_usd\n";
   for (const auto& r : rows) {
     out += csv_field(r.model) + "," + csv_field(r.env) + "," + csv_field(r.task) + "," + std::to_string(r.episodes) + "," +
-           fixed(r.mean, 4) + "," + fixed(r.standard_error, 4) + "," + std::to_string(r.prompt_tokens) + "," +
+           fixed(r.mean, 4) + "," + fixed(r.standard_error, 4) + "," + std::to_string(r.repeats) + "," + fixed(r.repeat_std, 4) + "," +
+           std::to_string(r.prompt_tokens) + "," +
            std::to_string(r.completion_tokens) + "," + (r.cost_usd ? fixed(*r.cost_usd, 6) : "") + "\n";
   }
   return out;
 }
 
 std::string summary_markdown(const std::vector<SummaryRow>& rows) {
-  std::string out = "| model | env | task | episodes | progression % (mean ± SE) |\n|---|---|---|---|---|\n";
+  bool repeated = false;
+  for (const auto& r : rows) repeated |= r.repeats > 1;
+  std::string out = "| model | env | task | episodes | progression % (mean ± SE) |";
+  out += repeated ? " std of the repeats' means |\n|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     out += "| " + r.model + " | " + r.env + " | " + r.task + " | " + std::to_string(r.episodes) + " | " + fixed(r.mean, 1) +
-           " ± " + fixed(r.standard_error, 1) + " |\n";
+           " ± " + fixed(r.standard_error, 1) + " |";
+    if (repeated) {
+      out += ' ';  // apart: GCC 12 misreads " " + string as an overlapping copy (-Wrestrict)
+      out += fixed(r.repeat_std, 1) + " (" + std::to_string(r.repeats) + " repeats) |";
+    }
+    out += '\n';
   }
   return out + usage_markdown(rows);
 }

@@ -49,7 +49,7 @@ std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
   return std::make_unique<agents::LlmAgent>(std::move(language_model), params, model.name);
 }
 
-using EpisodeKey = std::tuple<std::string, std::string, int>;  // model, task, episode
+using EpisodeKey = std::tuple<std::string, std::string, int, int>;  // model, task, episode, repeat
 
 /** Reads the records; drops a torn last line left by an interrupted run. */
 std::vector<nlohmann::json> read_records(const std::string& path) {
@@ -80,7 +80,7 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
 /** An episode's result for the summaries, from its record (files before token counts: 0). */
 EpisodeResult result_of(const nlohmann::json& record) {
   return {record.at("model"), record.at("env"), record.at("task"), record.at("progression"), record.value("prompt_tokens", size_t{0}),
-          record.value("completion_tokens", size_t{0})};
+          record.value("completion_tokens", size_t{0}), record.value("repeat", 0)};
 }
 
 /** The finished episodes of the file: their keys, and their results for the summaries. */
@@ -88,7 +88,8 @@ void read_finished(const std::string& jsonl, std::set<EpisodeKey>& finished, std
   for (const auto& record : read_records(jsonl)) {
     if (record.contains("error")) continue;  // ended by an agent error: to play again
     try {
-      finished.emplace(record.at("model").get<std::string>(), record.at("task").get<std::string>(), record.at("episode").get<int>());
+      finished.emplace(record.at("model").get<std::string>(), record.at("task").get<std::string>(), record.at("episode").get<int>(),
+                       record.value("repeat", 0));
       results.push_back(result_of(record));
     } catch (const nlohmann::json::exception& error) {
       throw std::runtime_error(jsonl + ": a record lacks a field: " + error.what());
@@ -103,7 +104,7 @@ std::string episode_error(const trainer::EpisodeLog& log) { return log.turns.emp
 
 std::string family_of(const std::string& env_id) { return env_id.substr(0, env_id.find('/')); }
 
-nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode) {
+nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode, int repeat) {
   nlohmann::json turns = nlohmann::json::array();
   size_t prompt_tokens = 0, completion_tokens = 0;
   for (const auto& turn : log.turns) {
@@ -120,6 +121,7 @@ nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLo
                            {"env", family_of(log.job.env_id)},
                            {"task", log.job.env_id},
                            {"episode", episode},
+                           {"repeat", repeat},
                            {"seed", log.job.seed},
                            {"steps", log.turns.size()},
                            {"progression", log.progression},
@@ -147,7 +149,8 @@ SweepTally run_sweep(const EvalConfig& config) {
   std::set<EpisodeKey> finished;
   std::vector<EpisodeResult> results;
   read_finished(jsonl, finished, results);
-  const size_t total = config.models.size() * config.env.ids.size() * static_cast<size_t>(config.episodes_per_task);
+  const size_t total =
+      config.models.size() * config.env.ids.size() * static_cast<size_t>(config.episodes_per_task) * static_cast<size_t>(config.repeats);
   size_t done = results.size();
   if (done > 0) spdlog::info("resuming: {} of {} episodes already finished in {}", done, total, jsonl);
 
@@ -156,13 +159,16 @@ SweepTally run_sweep(const EvalConfig& config) {
   if (!out) throw std::runtime_error("cannot append to " + jsonl);
   for (const auto& model : config.models) {
     std::vector<trainer::EpisodeJob> jobs;
-    std::vector<int> episode_of;
-    for (const auto& task : config.env.ids) {
-      for (int e = 0; e < config.episodes_per_task; ++e) {
-        if (finished.count({model.name, task, e})) continue;
-        // Reproducible seeds per (sweep seed, episode index), the same for every model and task.
-        jobs.push_back({task, config.seed + static_cast<uint64_t>(e), jobs.size()});
-        episode_of.push_back(e);
+    std::vector<std::pair<int, int>> slot_of;  // episode, repeat
+    for (int r = 0; r < config.repeats; ++r) {
+      for (const auto& task : config.env.ids) {
+        for (int e = 0; e < config.episodes_per_task; ++e) {
+          if (finished.count({model.name, task, e, r})) continue;
+          // Reproducible seeds per (sweep seed, slot, repeat), the same for every model and task;
+          // each repeat a block of its own, so adding repeats keeps the seeds played before.
+          jobs.push_back({task, config.seed + static_cast<uint64_t>(r) * config.episodes_per_task + e, jobs.size()});
+          slot_of.emplace_back(e, r);
+        }
       }
     }
     if (jobs.empty()) continue;
@@ -176,8 +182,8 @@ SweepTally run_sweep(const EvalConfig& config) {
     runner.progress_s = model.type == EvalModel::Type::kHuman ? 0.0 : kEvalProgressSeconds;  // no lines between a person's prompts
     runner.progress_label = model.name;
     trainer::run_episodes(jobs, make_env, *agent, runner, [&](trainer::EpisodeLog&& log) {
-      const int episode = episode_of[log.job.key];
-      const nlohmann::json record = episode_record(model.name, log, episode);
+      const auto [episode, repeat] = slot_of[log.job.key];
+      const nlohmann::json record = episode_record(model.name, log, episode, repeat);
       out << record.dump() << "\n";
       out.flush();
       ++tally.played;
@@ -188,8 +194,8 @@ SweepTally run_sweep(const EvalConfig& config) {
       ++tally.finished;
       results.push_back(result_of(record));
       ++done;
-      spdlog::info("[{}/{}] {} {} episode {}: {} turns, progression {:.3f}", done, total, model.name, log.job.env_id, episode,
-                   log.turns.size(), log.progression);
+      spdlog::info("[{}/{}] {} {} episode {} repeat {}: {} turns, progression {:.3f}", done, total, model.name, log.job.env_id, episode,
+                   repeat, log.turns.size(), log.progression);
     });
   }
   if (!out) throw std::runtime_error("write error on " + jsonl);

@@ -30,7 +30,7 @@ SweepTally run_sweep(const EvalConfig& config);
 /** The env family of an env id (its part before '/'). */
 std::string family_of(const std::string& env_id);
 /** An episode as a line of episodes.jsonl; `error`: the agent error that ended it, if one did. */
-nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode);
+nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode, int repeat = 0);
 void write_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace turnrl::tools
