@@ -442,3 +442,131 @@ TEST_CASE("eval sweep with repeats: K seeds per episode slot, every repeat recor
   CHECK(test::run_turnrl("eval --config " + config + " --repeats 0").exit_code != 0);
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+/** BALROG's collect_and_summarize_results, as its utils.py reads a run folder: every episode JSON
+ *  under each env folder, progression means and SEs per env, the overall mean of env means. */
+nlohmann::json balrog_collect(const std::filesystem::path& run) {
+  std::map<std::string, std::vector<nlohmann::json>> by_env;
+  for (const auto& env_dir : std::filesystem::directory_iterator(run)) {
+    if (!env_dir.is_directory()) continue;
+    for (const auto& file : std::filesystem::recursive_directory_iterator(env_dir.path())) {
+      const std::string name = file.path().filename().string();
+      if (name.ends_with(".json") && !name.ends_with("_summary.json")) {
+        by_env[env_dir.path().filename().string()].push_back(nlohmann::json::parse(read(file.path())));
+      }
+    }
+  }
+  nlohmann::json out = {{"environments", nlohmann::json::object()}, {"total_input_tokens", 0}, {"total_output_tokens", 0}};
+  double mean_sum = 0.0, se_squares = 0.0;
+  for (const auto& [env, episodes] : by_env) {
+    double sum = 0.0, squares = 0.0;
+    for (const auto& e : episodes) sum += e.at("progression").get<double>();
+    const double mean = sum / episodes.size();
+    for (const auto& e : episodes) squares += std::pow(e.at("progression").get<double>() - mean, 2);
+    const double se = episodes.size() > 1 ? std::sqrt(squares / episodes.size()) / std::sqrt(episodes.size()) : 0.0;
+    out["environments"][env] = {{"progression_percentage", 100 * mean}, {"standard_error", 100 * se}, {"episodes_played", episodes.size()}};
+    for (const auto& e : episodes) {
+      out["total_input_tokens"] = out["total_input_tokens"].get<size_t>() + e.at("input_tokens").get<size_t>();
+      out["total_output_tokens"] = out["total_output_tokens"].get<size_t>() + e.at("output_tokens").get<size_t>();
+    }
+    mean_sum += 100 * mean;
+    se_squares += 100 * se * 100 * se;
+  }
+  out["average_progress"] = mean_sum / by_env.size();
+  out["standard_error"] = std::sqrt(se_squares) / by_env.size();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("eval sweep in BALROG's layout: a run folder per model with its episode files and summaries, as BALROG's tools read them") {
+  serve::OpenAiStubServer server([](int index, const nlohmann::json&) {
+    return serve::ChatStubReply{200, index % 4 == 0 ? "dance" : "go forward", 0};  // some invalid: failed candidates
+  });
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_balrog_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string config = (dir / "sweep.yaml").string();
+  std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\nenv:\n  id: [babyai/goto, babyai/open, babaisai/goto_win, crafter/balrog]\n"
+                        << "episodes_per_task: 2\nrepeats: 2\nseed: 4\nturn: {max_turns: 5}\n"
+                        << "models:\n  - {name: r, type: random}\n  - {name: org/api, type: http, base_url: \"" << server.base_url()
+                        << "\", model: m-1, temperature: 0.5}\n";
+  const auto run = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(run.exit_code == 0, run.output);
+
+  const std::map<std::string, std::string> task_names = {{"babyai/goto", "BabyAI-MixedTrainLocal-v0/goto"},
+                                                         {"babyai/open", "BabyAI-MixedTrainLocal-v0/open"},
+                                                         {"babaisai/goto_win", "env/goto_win"},
+                                                         {"crafter/balrog", "default"}};
+  const auto lines = split(read(dir / "out/episodes.jsonl"), '\n');
+  REQUIRE(lines.size() == 2u * 4 * 2 * 2);
+  for (const auto& line : lines) {
+    const auto record = nlohmann::json::parse(line);
+    const std::string task = task_names.at(record.at("task"));
+    const std::string folder = record.at("model") == "r" ? "r" : "org_api";
+    const int index = record.at("repeat").get<int>() * 2 + record.at("episode").get<int>();
+    const auto stem = dir / "out/balrog" / folder / record.at("env").get<std::string>() / task / (task + "_run_0" + std::to_string(index));
+    REQUIRE_MESSAGE(std::filesystem::exists(stem.string() + ".json"), stem.string());
+    const auto episode = nlohmann::json::parse(read(stem.string() + ".json"));
+    CHECK(episode.at("task") == task);
+    CHECK(episode.at("progression") == record.at("progression"));
+    CHECK(episode.at("num_steps") == record.at("steps"));
+    CHECK(episode.at("episode_return") == record.at("return"));
+    CHECK(episode.at("seed") == record.at("seed"));
+    CHECK(episode.at("input_tokens") == record.at("prompt_tokens"));
+    CHECK(episode.at("output_tokens") == record.at("completion_tokens"));
+    int actions = 0, invalid = 0;
+    for (const auto& [action, count] : episode.at("action_frequency").items()) actions += count.get<int>();
+    for (const auto& turn : record.at("turns")) invalid += !turn.at("valid").get<bool>();
+    CHECK(actions == record.at("steps").get<int>());
+    CHECK(episode.at("failed_candidates").size() == static_cast<size_t>(invalid));
+    CHECK(episode.contains("done") == record.at("terminated").get<bool>());  // 5 turns: only a win ends one early
+    CHECK(episode.at("agent").at("type") == "naive");
+    if (record.at("env") == "crafter") CHECK(episode.at("score") == episode.at("achievements").size());
+    // Python's csv dialect: rows end in \r\n; the observations' own line breaks are \n inside quotes.
+    const auto lines_of_csv = split(read(stem.string() + ".csv"), '\n');
+    CHECK(lines_of_csv.at(0) == "Step,Action,Reasoning,Observation,Reward,Done\r");
+    const auto rows = std::count_if(lines_of_csv.begin(), lines_of_csv.end(), [](const std::string& l) { return l.ends_with("\r"); });
+    CHECK(rows == 1 + record.at("steps").get<long>());
+    CHECK(lines_of_csv.back().ends_with(episode.contains("done") ? ",True\r" : ",False\r"));
+  }
+  const auto api = nlohmann::json::parse(read(dir / "out/balrog/org_api/summary.json"));
+  CHECK(api.at("client").at("model_id") == "m-1");
+  CHECK(api.at("client").at("generate_kwargs").at("temperature") == 0.5);
+  CHECK(api.at("total_input_tokens") == server.prompt_tokens());
+  CHECK(api.at("total_output_tokens") == server.completion_tokens());
+  for (const std::string model : {"r", "org_api"}) {
+    const auto run_dir = dir / "out/balrog" / model;
+    const auto summary = nlohmann::json::parse(read(run_dir / "summary.json"));
+    const auto collected = balrog_collect(run_dir);
+    CHECK(summary.at("average_progress").get<double>() == doctest::Approx(collected.at("average_progress").get<double>()));
+    CHECK(summary.at("standard_error").get<double>() == doctest::Approx(collected.at("standard_error").get<double>()));
+    CHECK(summary.at("total_input_tokens") == collected.at("total_input_tokens"));
+    REQUIRE(summary.at("environments").size() == 3u);
+    for (const auto& [env, values] : collected.at("environments").items()) {
+      const auto& mine = summary.at("environments").at(env);
+      CHECK(mine.at("episodes_played") == values.at("episodes_played"));
+      CHECK(mine.at("progression_percentage").get<double>() == doctest::Approx(values.at("progression_percentage").get<double>()));
+      CHECK(mine.at("standard_error").get<double>() == doctest::Approx(values.at("standard_error").get<double>()));
+      const auto env_summary = nlohmann::json::parse(read(run_dir / env / (env + "_summary.json")));
+      for (const char* field : {"progression_percentage", "standard_error", "average_steps", "episodes_played", "tasks", "input_tokens", "output_tokens"}) {
+        CHECK_MESSAGE(env_summary.contains(field), field);
+      }
+      CHECK(env_summary.at("episodes_played") == values.at("episodes_played"));
+    }
+    const auto babyai = nlohmann::json::parse(read(run_dir / "babyai/babyai_summary.json"));
+    CHECK(babyai.at("tasks").at("BabyAI-MixedTrainLocal-v0/goto").at("episodes_played") == 4);
+  }
+
+  // An older sweep's folder (no BALROG layout) gets it on the next run, with nothing played again.
+  std::filesystem::remove_all(dir / "out/balrog");
+  const int requests = server.requests();
+  const auto rerun = test::run_turnrl("eval --config " + config);
+  REQUIRE_MESSAGE(rerun.exit_code == 0, rerun.output);
+  CHECK(server.requests() == requests);
+  CHECK(std::filesystem::exists(dir / "out/balrog/org_api/crafter/default/default_run_03.json"));
+  CHECK(std::filesystem::exists(dir / "out/balrog/r/summary.json"));
+  std::filesystem::remove_all(dir);
+}

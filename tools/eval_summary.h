@@ -17,6 +17,7 @@ struct EpisodeResult {
   double progression = 0.0;  // in [0, 1]
   size_t prompt_tokens = 0, completion_tokens = 0;
   int repeat = 0;  // which of the sweep's repeats of the episode slot
+  size_t steps = 0;
 };
 
 /** A model's prices in USD per million tokens; 0 and 0: none (no cost in the summary). */

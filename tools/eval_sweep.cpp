@@ -14,6 +14,7 @@
 #include "agents/llm_agent.h"
 #include "agents/random_agent.h"
 #include "envs/registry.h"
+#include "tools/balrog_layout.h"
 #include "tools/eval_summary.h"
 
 namespace turnrl::tools {
@@ -80,17 +81,20 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
 /** An episode's result for the summaries, from its record (files before token counts: 0). */
 EpisodeResult result_of(const nlohmann::json& record) {
   return {record.at("model"), record.at("env"), record.at("task"), record.at("progression"), record.value("prompt_tokens", size_t{0}),
-          record.value("completion_tokens", size_t{0}), record.value("repeat", 0)};
+          record.value("completion_tokens", size_t{0}), record.value("repeat", 0), record.at("steps")};
 }
 
-/** The finished episodes of the file: their keys, and their results for the summaries. */
-void read_finished(const std::string& jsonl, std::set<EpisodeKey>& finished, std::vector<EpisodeResult>& results) {
+/** The finished episodes of the file: their keys, and their results for the summaries; BALROG's
+ *  files of those an older sweep wrote none for. */
+void read_finished(const std::string& jsonl, const BalrogLayout& balrog, std::set<EpisodeKey>& finished,
+                   std::vector<EpisodeResult>& results) {
   for (const auto& record : read_records(jsonl)) {
     if (record.contains("error")) continue;  // ended by an agent error: to play again
     try {
       finished.emplace(record.at("model").get<std::string>(), record.at("task").get<std::string>(), record.at("episode").get<int>(),
                        record.value("repeat", 0));
       results.push_back(result_of(record));
+      balrog.write_episode(record, false);
     } catch (const nlohmann::json::exception& error) {
       throw std::runtime_error(jsonl + ": a record lacks a field: " + error.what());
     }
@@ -148,7 +152,8 @@ SweepTally run_sweep(const EvalConfig& config) {
   const std::string jsonl = (out_dir / "episodes.jsonl").string();
   std::set<EpisodeKey> finished;
   std::vector<EpisodeResult> results;
-  read_finished(jsonl, finished, results);
+  const BalrogLayout balrog(config);
+  read_finished(jsonl, balrog, finished, results);
   const size_t total =
       config.models.size() * config.env.ids.size() * static_cast<size_t>(config.episodes_per_task) * static_cast<size_t>(config.repeats);
   size_t done = results.size();
@@ -193,6 +198,7 @@ SweepTally run_sweep(const EvalConfig& config) {
       }
       ++tally.finished;
       results.push_back(result_of(record));
+      balrog.write_episode(record, true);
       ++done;
       spdlog::info("[{}/{}] {} {} episode {} repeat {}: {} turns, progression {:.3f}", done, total, model.name, log.job.env_id, episode,
                    repeat, log.turns.size(), log.progression);
@@ -210,8 +216,9 @@ SweepTally run_sweep(const EvalConfig& config) {
   write_file(out_dir / "summary.csv", summary_csv(rows));
   write_file(out_dir / "summary.md", summary_markdown(rows));
   write_file(out_dir / "summary.svg", summary_svg(rows));
+  balrog.write_summaries(results);
   tally.summary_markdown = summary_markdown(rows);
-  spdlog::info("wrote {}/summary.{{csv,md,svg}}", out_dir.string());
+  spdlog::info("wrote {}/summary.{{csv,md,svg}} and BALROG's layout in {}", out_dir.string(), (out_dir / "balrog").string());
   return tally;
 }
 
