@@ -1,5 +1,6 @@
-// `turnrl eval --config FILE`: zero-shot sweeps over models x tasks x episodes with BALROG's
-// protocol; append-only per-episode JSONL (resumable), summary CSV/Markdown and an SVG plot.
+// `turnrl eval --config FILE [--repeats K]`: zero-shot sweeps over models x tasks x episodes (x
+// repeats) with BALROG's protocol; append-only per-episode JSONL (resumable), summary CSV/Markdown,
+// an SVG plot and BALROG's own layout.
 // `turnrl eval --run RUN --seeds START:COUNT --out DIR [--sampled]`: a training run's latest model,
 // greedy or sampled as in training (BALROG's own default decoding is temperature 1.0), with the
 // run's own turn settings, through the trainer's evaluation code path.
@@ -93,7 +94,7 @@ int evaluate_run(const std::string& run_dir, const std::string& seeds, const std
 
 int run_eval(int argc, char** argv) {
   CLI::App app{"Evaluation. With --config: a zero-shot sweep (BALROG protocol), models x tasks x episodes,\n"
-               "writing <output_dir>/episodes.jsonl, summary.csv, summary.md and summary.svg (rerunning resumes).\n"
+               "writing <output_dir>/episodes.jsonl, summary.csv, summary.md, summary.svg and balrog/ (rerunning resumes).\n"
                "With --run: a training run's latest model, greedy (or --sampled), with the run's own turn settings, on\n"
                "COUNT seeds from START per task; writes DIR/summary.json beside the usual summary files.",
                "turnrl eval"};

@@ -95,7 +95,8 @@ Key<EvalConfig> env_options_key() {
 const Schema<EvalConfig>& eval_schema() {
   using C = EvalConfig;
   static const Schema<C> schema = {
-      key("output_dir", &C::output_dir, "the sweep's folder: per-episode JSON Lines (a rerun plays the episodes without a finished record), summaries, plot"),
+      key("output_dir", &C::output_dir, "the sweep's folder: per-episode JSON Lines (a rerun plays the episodes without a finished record), summaries, plot, "
+          "balrog/ (BALROG's layout)"),
       trainer::section("env", &C::env, Schema<C::Env>{key("id", &C::Env::ids, "the tasks (env ids) of the sweep (required)")},
                        "the environments"),
       key("episodes_per_task", &C::episodes_per_task, "episodes of each task per model", trainer::positive<int>()),

@@ -1,6 +1,7 @@
 #pragma once
-// An evaluation sweep (`turnrl eval --config`, `turnrl bench sweep`): models x tasks x episodes,
-// appended to <output_dir>/episodes.jsonl as each episode ends, then the summaries. The file is
+// An evaluation sweep (`turnrl eval --config`, `turnrl bench sweep`): models x tasks x episodes x
+// repeats, appended to <output_dir>/episodes.jsonl as each episode ends (and written in BALROG's
+// layout, balrog_layout.h), then the summaries. The file is
 // the sweep's state: a rerun plays exactly the episodes without a finished record, those never
 // started and those an agent error ended (recorded with `error`, left out of the summaries).
 #include <cstddef>
