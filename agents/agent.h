@@ -35,6 +35,9 @@ struct AgentReply {
   /** Byte length of `text` once each response token is decoded (token-level agents only). */
   std::vector<uint32_t> token_text_ends;
   bool truncated = false;       // the reply hit the length limit
+  /** What the reply cost in tokens: the server's `usage` (http) or the ids counted (token-level
+   *  agents); 0 where unknown. */
+  size_t prompt_tokens = 0, completion_tokens = 0;
 };
 
 /** What a submitted prompt comes back as: its reply, or the error that kept the agent from one

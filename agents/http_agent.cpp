@@ -1,6 +1,7 @@
 #include "agents/http_agent.h"
 
 #include "agents/http_post.h"
+#include "agents/request_budget.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -38,12 +39,14 @@ using ConnectionPtr = std::shared_ptr<Connection>;
 
 /** One submitted prompt, through its attempts. */
 struct Call {
-  explicit Call(asio::io_context& io) : backoff(io) {}
+  explicit Call(asio::io_context& io) : timer(io) {}
   http::request<http::string_body> request;
   http::response<http::string_body> response;
   ReplyHandler on_reply;
+  size_t prompt_chars = 0;  // of the messages' contents: the budget's estimate of the tokens
   int attempts = 0;
-  asio::steady_timer backoff;
+  RequestBudget::Admission admission;  // the current attempt's
+  asio::steady_timer timer;  // the wait before an attempt: backoff, Retry-After, then the budget's turn
 };
 using CallPtr = std::shared_ptr<Call>;
 
@@ -56,13 +59,22 @@ bool stale_connection(const beast::error_code& error) {
 
 std::exception_ptr failure(const std::string& message) { return std::make_exception_ptr(std::runtime_error(message)); }
 
+/** A count of the reply's `usage` (OpenAI's prompt_tokens, completion_tokens); 0 when absent. */
+size_t usage_count(const nlohmann::json& reply, const char* key) {
+  const auto usage = reply.find("usage");
+  if (usage == reply.end() || !usage->is_object()) return 0;
+  const auto count = usage->find(key);
+  return count != usage->end() && count->is_number_unsigned() ? count->get<size_t>() : 0;
+}
+
 }  // namespace
 
 /** Everything below runs on the I/O thread, except the constructor, submit() and the destructor. */
 struct HttpAgent::Impl {
   Impl(HttpAgentConfig config, std::string host, std::string port, std::string path)
       : config(std::move(config)), host(std::move(host)), port(std::move(port)), path(std::move(path)), work(asio::make_work_guard(io)),
-        resolver(io), timeout(std::chrono::milliseconds(static_cast<int64_t>(this->config.timeout_s * 1000))) {
+        resolver(io), timeout(std::chrono::milliseconds(static_cast<int64_t>(this->config.timeout_s * 1000))),
+        budget(this->config.requests_per_minute, this->config.tokens_per_minute) {
     thread = std::thread([this] { io.run(); });
   }
 
@@ -80,9 +92,19 @@ struct HttpAgent::Impl {
     });
   }
 
-  /** An attempt, on an idle connection, a new one, or the first to come free. */
+  /** An attempt, once the budget admits it (retries too: each is a request the server counts). */
   void start(const CallPtr& call) {
     ++call->attempts;
+    if (!budget.limited()) return dispatch(call);
+    const auto now = std::chrono::steady_clock::now();
+    call->admission = budget.admit(now, call->prompt_chars);
+    if (call->admission.at <= now) return dispatch(call);
+    call->timer.expires_at(call->admission.at);
+    call->timer.async_wait([this, call](beast::error_code) { stopping ? stopped(call) : dispatch(call); });
+  }
+
+  /** The attempt on an idle connection, a new one, or the first to come free. */
+  void dispatch(const CallPtr& call) {
     if (!idle.empty()) {
       ConnectionPtr connection = std::move(idle.back());
       idle.pop_back();
@@ -132,10 +154,7 @@ struct HttpAgent::Impl {
     const bool stale = connection->reused && stale_connection(error);
     release(connection, false);
     if (stopping) return stopped(call);
-    if (stale) {
-      --call->attempts;
-      return start(call);
-    }
+    if (stale) return dispatch(call);  // the request never reached the server: the same attempt
     retry_or_fail(call, error == beast::error::timeout ? std::string(what) + " timed out" : std::string(what) + ": " + error.message());
   }
 
@@ -161,6 +180,10 @@ struct HttpAgent::Impl {
     AgentResult result;
     if (choice["message"]["content"].is_string()) result.reply.text = choice["message"]["content"].get<std::string>();
     result.reply.truncated = choice.contains("finish_reason") && choice["finish_reason"] == "length";
+    result.reply.prompt_tokens = usage_count(reply, "prompt_tokens");
+    result.reply.completion_tokens = usage_count(reply, "completion_tokens");
+    const size_t used = result.reply.prompt_tokens + result.reply.completion_tokens;
+    if (budget.limited() && used > 0) budget.settle(call->admission, call->prompt_chars, used);  // without a usage the estimate stands
     finish(call, std::move(result));
   }
 
@@ -171,9 +194,9 @@ struct HttpAgent::Impl {
       return finish(call, {{}, failure("http agent: cannot reach " + config.base_url + " after " + std::to_string(call->attempts) +
                                        " attempts (last: " + why + ")")});
     }
-    call->backoff.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+    call->timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(wait.value_or(config.backoff_s * (1 << (call->attempts - 1))))));
-    call->backoff.async_wait([this, call](beast::error_code) { stopping ? stopped(call) : start(call); });
+    call->timer.async_wait([this, call](beast::error_code) { stopping ? stopped(call) : start(call); });
   }
 
   /** A connection done with its exchange: kept for the next request when the server allows. */
@@ -214,7 +237,7 @@ struct HttpAgent::Impl {
     resolver.cancel();
     for (const ConnectionPtr& connection : connections) connection->stream.close();  // their handlers see the error
     idle.clear();
-    for (const CallPtr& call : calls) call->backoff.cancel();
+    for (const CallPtr& call : calls) call->timer.cancel();
     std::deque<CallPtr> queued;
     queued.swap(waiting);
     for (const CallPtr& call : queued) stopped(call);
@@ -232,6 +255,7 @@ struct HttpAgent::Impl {
   std::vector<ConnectionPtr> idle;
   std::deque<CallPtr> waiting;          // for a connection
   std::set<CallPtr> calls;              // under way
+  RequestBudget budget;
   bool stopping = false;
 };
 
@@ -241,6 +265,9 @@ HttpAgent::HttpAgent(HttpAgentConfig config) : config_(std::move(config)) {
   while (!path.empty() && path.back() == '/') path.pop_back();
   if (config_.timeout_s <= 0 || config_.retries < 0) throw std::invalid_argument("http agent: timeout_s must be > 0 and retries >= 0");
   if (config_.concurrency < 1) throw std::invalid_argument("http agent: concurrency must be >= 1");
+  if (config_.requests_per_minute < 0 || config_.tokens_per_minute < 0) {
+    throw std::invalid_argument("http agent: requests_per_minute and tokens_per_minute must be >= 0");
+  }
   impl_ = std::make_unique<Impl>(config_, url.host, url.port, path + "/chat/completions");
 }
 
@@ -253,8 +280,11 @@ void HttpAgent::submit(AgentPrompt prompt, ReplyHandler on_reply) {
   nlohmann::json body = {
       {"model", config_.model}, {"temperature", config_.temperature}, {"max_tokens", config_.max_tokens}, {"seed", seed}};
   body["messages"] = nlohmann::json::array();
-  for (const auto& message : prompt.messages) body["messages"].push_back({{"role", message.role}, {"content", message.content}});
   auto call = std::make_shared<Call>(impl_->io);
+  for (const auto& message : prompt.messages) {
+    body["messages"].push_back({{"role", message.role}, {"content", message.content}});
+    call->prompt_chars += message.content.size();
+  }
   http::request<http::string_body>& request = call->request;
   request = {http::verb::post, impl_->path, 11};
   request.set(http::field::host, impl_->host);

@@ -3,9 +3,10 @@
 // its own I/O thread: each submitted prompt is one request, answered as soon as its reply arrives
 // (no batch barrier), over a pool of keep-alive connections (up to `concurrency` requests in
 // flight). Per-attempt timeouts, retries with exponential backoff on timeouts, connection errors,
-// 429 and 5xx (waiting instead what a server's Retry-After asks, as hosted APIs expect), and a
-// clear error naming the URL when the server cannot be reached. Plain http only (use a local
-// proxy for TLS endpoints).
+// 429 and 5xx (waiting instead what a server's Retry-After asks, as hosted APIs expect), a
+// client-side budget of requests and tokens per minute that every attempt waits its turn in
+// (request_budget.h; a timer, not a blocked thread), and a clear error naming the URL when the
+// server cannot be reached. Plain http only (use a local proxy for TLS endpoints).
 #include <memory>
 #include <string>
 
@@ -23,6 +24,8 @@ struct HttpAgentConfig {
   double temperature = 1.0;
   int max_tokens = 64;
   int concurrency = 8;      // requests in flight at once, each on its own keep-alive connection
+  double requests_per_minute = 0;  // client-side budget, retries included; 0: none
+  double tokens_per_minute = 0;    // prompt + completion tokens as the server's usage counts them; 0: none
 };
 
 class HttpAgent : public Agent {

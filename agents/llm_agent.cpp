@@ -47,6 +47,8 @@ AgentReply LlmAgent::to_reply(std::vector<int32_t> prompt_ids, Generation genera
   reply.response_ids = std::move(generation.ids);
   reply.logprobs = std::move(generation.logprobs);
   reply.truncated = !generation.stopped;
+  reply.prompt_tokens = reply.prompt_ids.size();
+  reply.completion_tokens = reply.response_ids.size();
   return reply;
 }
 

@@ -9,6 +9,7 @@
 
 #include "agents/http_agent.h"
 #include "agents/http_post.h"
+#include "agents/request_budget.h"
 #include "tools/serve/hosted_api_traffic.h"
 #include "tools/serve/openai_stub_server.h"
 
@@ -48,6 +49,100 @@ TEST_CASE("http agent: request format and reply") {
   CHECK(seen["messages"][0]["content"] == "again");
   CHECK(seen["seed"] == 0);
   CHECK(server.connections() == 1);  // keep-alive: both requests on one connection
+}
+
+TEST_CASE("http agent: the reply carries the server's usage") {
+  serve::OpenAiStubServer server([](int, const nlohmann::json&) {
+    serve::ChatStubReply reply{200, "go forward", 0};
+    reply.prompt_tokens = 123;
+    reply.completion_tokens = 45;
+    return reply;
+  });
+  agents::HttpAgent agent(config_for(server.base_url()));
+  const auto replies = agent.act({{{{"user", "hello"}}, nullptr, 0}});
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].prompt_tokens == 123u);
+  CHECK(replies[0].completion_tokens == 45u);
+}
+
+TEST_CASE("request budget: admissions keep both rates; an estimate from the prompt's characters, corrected by the usage") {
+  using namespace std::chrono_literals;
+  const auto t0 = agents::RequestBudget::Clock::time_point{} + 1h;
+  agents::RequestBudget none(0, 0);
+  CHECK_FALSE(none.limited());
+  CHECK(none.admit(t0, 1000).at == t0);
+  CHECK(none.admit(t0, 1000).at == t0);
+
+  agents::RequestBudget requests(120, 0);  // one every 0.5 s
+  CHECK(requests.admit(t0, 10).at == t0);
+  CHECK(requests.admit(t0, 10).at == t0 + 500ms);
+  CHECK(requests.admit(t0 + 200ms, 10).at == t0 + 1000ms);
+  CHECK(requests.admit(t0 + 5s, 10).at == t0 + 5s);  // idle time saves up no burst
+
+  agents::RequestBudget tokens(0, 6000);  // 100 tokens a second
+  const auto first = tokens.admit(t0, 400);  // estimated at 400 / 4 = 100 tokens: 1 s
+  CHECK(first.at == t0);
+  CHECK(first.tokens == doctest::Approx(100));
+  CHECK(tokens.admit(t0, 400).at == t0 + 1s);
+  tokens.settle(first, 400, 300);  // it cost 300: the next waits 2 s more
+  const auto third = tokens.admit(t0, 400);
+  CHECK(third.at == t0 + 4s);
+  CHECK(third.tokens == doctest::Approx(300));  // 0.75 tokens a character, as seen
+  CHECK_THROWS_AS(agents::RequestBudget(-1, 0), std::invalid_argument);
+}
+
+TEST_CASE("http agent: requests_per_minute spaces the requests, however many are in flight") {
+  std::vector<std::chrono::steady_clock::time_point> arrivals;
+  serve::OpenAiStubServer server([&](int, const nlohmann::json&) {
+    arrivals.push_back(std::chrono::steady_clock::now());
+    return serve::ChatStubReply{200, "ok", 0};
+  });
+  auto config = config_for(server.base_url());
+  config.concurrency = 8;
+  config.requests_per_minute = 600;  // one every 100 ms
+  agents::HttpAgent agent(config);
+  std::vector<agents::AgentPrompt> prompts(8, agents::AgentPrompt{{{"user", "x"}}, nullptr, 0});
+  CHECK(agent.act(prompts).size() == 8);
+  REQUIRE(arrivals.size() == 8);
+  for (size_t i = 1; i < arrivals.size(); ++i) CHECK(arrivals[i] - arrivals[i - 1] >= std::chrono::milliseconds(90));
+  CHECK(arrivals.back() - arrivals.front() >= std::chrono::milliseconds(680));
+}
+
+TEST_CASE("http agent: tokens_per_minute holds the next request back by the last one's usage") {
+  std::vector<std::chrono::steady_clock::time_point> arrivals;
+  serve::OpenAiStubServer server([&](int, const nlohmann::json&) {
+    arrivals.push_back(std::chrono::steady_clock::now());
+    serve::ChatStubReply reply{200, "ok", 0};
+    reply.prompt_tokens = 400;  // far above the 40 / 4 characters the client first estimates
+    reply.completion_tokens = 100;
+    return reply;
+  });
+  auto config = config_for(server.base_url());
+  config.tokens_per_minute = 60000;  // 1000 tokens a second: 500 tokens hold the next 0.5 s
+  agents::HttpAgent agent(config);
+  for (int i = 0; i < 3; ++i) CHECK(agent.complete({{"user", std::string(40, 'x')}}) == "ok");
+  REQUIRE(arrivals.size() == 3);
+  CHECK(arrivals[1] - arrivals[0] >= std::chrono::milliseconds(450));
+  CHECK(arrivals[2] - arrivals[1] >= std::chrono::milliseconds(450));
+}
+
+TEST_CASE("http agent: a retry after a 429 waits its Retry-After, then its turn in the budget") {
+  std::vector<std::chrono::steady_clock::time_point> arrivals;
+  serve::OpenAiStubServer server([&](int index, const nlohmann::json&) {
+    arrivals.push_back(std::chrono::steady_clock::now());
+    serve::ChatStubReply reply{200, "turn left", 0};
+    if (index == 0) {
+      reply.status = 429;
+      reply.headers = {{"retry-after-ms", "50"}};
+    }
+    return reply;
+  });
+  auto config = config_for(server.base_url());
+  config.requests_per_minute = 120;  // one every 0.5 s, retries included
+  agents::HttpAgent agent(config);
+  CHECK(agent.complete({{"user", "x"}}) == "turn left");
+  REQUIRE(arrivals.size() == 2);
+  CHECK(arrivals[1] - arrivals[0] >= std::chrono::milliseconds(450));
 }
 
 TEST_CASE("http agent: retries after a 500") {

@@ -1,5 +1,6 @@
-// `turnrl eval --config FILE`: zero-shot sweeps over models x tasks x episodes with BALROG's
-// protocol; append-only per-episode JSONL (resumable), summary CSV/Markdown and an SVG plot.
+// `turnrl eval --config FILE [--repeats K]`: zero-shot sweeps over models x tasks x episodes (x
+// repeats) with BALROG's protocol; append-only per-episode JSONL (resumable), summary CSV/Markdown,
+// an SVG plot and BALROG's own layout.
 // `turnrl eval --run RUN --seeds START:COUNT --out DIR [--sampled]`: a training run's latest model,
 // greedy or sampled as in training (BALROG's own default decoding is temperature 1.0), with the
 // run's own turn settings, through the trainer's evaluation code path.
@@ -93,7 +94,7 @@ int evaluate_run(const std::string& run_dir, const std::string& seeds, const std
 
 int run_eval(int argc, char** argv) {
   CLI::App app{"Evaluation. With --config: a zero-shot sweep (BALROG protocol), models x tasks x episodes,\n"
-               "writing <output_dir>/episodes.jsonl, summary.csv, summary.md and summary.svg (rerunning resumes).\n"
+               "writing <output_dir>/episodes.jsonl, summary.csv, summary.md, summary.svg and balrog/ (rerunning resumes).\n"
                "With --run: a training run's latest model, greedy (or --sampled), with the run's own turn settings, on\n"
                "COUNT seeds from START per task; writes DIR/summary.json beside the usual summary files.",
                "turnrl eval"};
@@ -107,7 +108,12 @@ int run_eval(int argc, char** argv) {
   app.add_option("--out", run_out, "output folder (with --run)")->needs(run_option);
   bool sampled = false;
   app.add_flag("--sampled", sampled, "sample replies with the run's training sampling instead of greedy decoding (with --run)")->needs(run_option);
+  int repeats = 0;
+  app.add_option("--repeats", repeats, "K: seeds per episode slot, as the config's `repeats` (overrides it)")
+      ->check(CLI::PositiveNumber)
+      ->needs(config_option);
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  if (repeats > 0) overrides.push_back("repeats=" + std::to_string(repeats));
   if (!run_dir.empty()) {
     if (seeds.empty() || run_out.empty()) throw std::invalid_argument("eval --run needs --seeds START:COUNT and --out DIR");
     return evaluate_run(run_dir, seeds, run_out, sampled);

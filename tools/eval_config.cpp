@@ -34,11 +34,21 @@ Schema<EvalModel> model_keys() {
       key("backoff", &M::backoff_s, "http: seconds before the first retry, doubled for each next one (a 429's Retry-After replaces it)",
           trainer::non_negative<double>()),
       key("concurrency", &M::concurrency, "http: requests in flight at once", trainer::positive<int>()),
+      key("requests_per_minute", &M::requests_per_minute,
+          "http: client-side budget; attempts (retries too) are spaced 60/requests_per_minute s apart (0: none)", trainer::non_negative<int>()),
+      key("tokens_per_minute", &M::tokens_per_minute,
+          "http: client-side budget of prompt + completion tokens (the server's usage); each request holds the next back by its "
+          "tokens' share of a minute (0: none)",
+          trainer::non_negative<int>()),
       key("path", &M::path, "llm: the model folder (required)"),
       key("device", &M::device, "llm: cpu or cuda"),
       key("temperature", &M::temperature, "http and llm: sampling temperature (0: greedy)", trainer::non_negative<double>()),
       key("max_response_tokens", &M::max_new_tokens, "http and llm: reply length limit (unset: BALROG's 8192 for http, 64 for llm)",
           trainer::positive<int>()),
+      key("usd_per_million_prompt_tokens", &M::price_prompt,
+          "http and llm: the price of prompt tokens, for the summary's cost (0 and completion 0: no cost)", trainer::non_negative<double>()),
+      key("usd_per_million_completion_tokens", &M::price_completion, "http and llm: the price of completion tokens, for the summary's cost",
+          trainer::non_negative<double>()),
   };
 }
 
@@ -49,6 +59,13 @@ void check_model(ConfigSection& section, EvalModel& model) {
   if (model.type == Type::kHttp && (model.base_url.empty() || model.model.empty())) section.fail("base_url", "and model are required for type http");
   if (model.expert_sight != envs::ExpertSight::kFull && model.type != Type::kExpert) section.fail("expert_sight", "applies to type expert only");
   if (model.type == Type::kLlm && model.path.empty()) section.fail("path", "is required for type llm");
+  for (const char* budget : {"requests_per_minute", "tokens_per_minute"}) {
+    if (section.has_value(budget) && model.type != Type::kHttp) section.fail(budget, "applies to type http only");
+  }
+  const bool counts_tokens = model.type == Type::kHttp || model.type == Type::kLlm;
+  for (const char* price : {"usd_per_million_prompt_tokens", "usd_per_million_completion_tokens"}) {
+    if (section.has_value(price) && !counts_tokens) section.fail(price, "applies to types http and llm only (the others use no tokens)");
+  }
   if (model.max_new_tokens == 0) model.max_new_tokens = model.type == Type::kHttp ? kBalrogMaxTokens : kLocalMaxTokens;
 }
 
@@ -78,11 +95,14 @@ Key<EvalConfig> env_options_key() {
 const Schema<EvalConfig>& eval_schema() {
   using C = EvalConfig;
   static const Schema<C> schema = {
-      key("output_dir", &C::output_dir, "the sweep's folder: per-episode JSON Lines (a rerun plays the episodes without a finished record), summaries, plot"),
+      key("output_dir", &C::output_dir, "the sweep's folder: per-episode JSON Lines (a rerun plays the episodes without a finished record), summaries, plot, "
+          "balrog/ (BALROG's layout)"),
       trainer::section("env", &C::env, Schema<C::Env>{key("id", &C::Env::ids, "the tasks (env ids) of the sweep (required)")},
                        "the environments"),
       key("episodes_per_task", &C::episodes_per_task, "episodes of each task per model", trainer::positive<int>()),
-      key("seed", &C::seed, "episode e of every task uses seed + e"),
+      key("seed", &C::seed, "episode e of every task uses seed + e (repeat r of it: seed + r * episodes_per_task + e)"),
+      key("repeats", &C::repeats,
+          "seeds per episode slot (`turnrl eval --repeats`); the summary adds the spread of the repeats' means", trainer::positive<int>()),
       key_at<C>("parallel_episodes", [](C& c) -> auto& { return c.runner.parallel_episodes; }, "episodes running at once",
                 trainer::positive<int>()),
       key_at<C>("lock_step", [](C& c) -> auto& { return c.runner.lock_step; },

@@ -27,12 +27,15 @@ struct EvalModel {
   int retries = 3;
   double backoff_s = 0.5;  // before retry k: backoff_s * 2^k, unless the server's Retry-After says otherwise
   int concurrency = 8;  // http: requests in flight at once
+  int requests_per_minute = 0, tokens_per_minute = 0;  // http: the client-side budget (agents/request_budget.h); 0: none
   // llm
   std::string path, device = "cpu";
   // sampling (http and llm)
   double temperature = 1.0;
   /** Reply length limit; BALROG's 8192 for http unless set, 64 for local models. */
   int max_new_tokens = 0;
+  // cost (http and llm): USD per million tokens; 0 and 0: no cost in the summary
+  double price_prompt = 0.0, price_completion = 0.0;
 };
 
 struct EvalConfig {
@@ -42,6 +45,7 @@ struct EvalConfig {
     std::vector<std::string> ids;  // e.g. babyai/goto
   } env;
   int episodes_per_task = 1;
+  int repeats = 1;  // seeds per episode slot: repeat r of episode e plays seed + r * episodes_per_task + e
   uint64_t seed = 0;
   std::map<std::string, nlohmann::json> env_options;  // per family (the id's part before '/')
   std::vector<EvalModel> models;

@@ -14,6 +14,7 @@
 #include "agents/llm_agent.h"
 #include "agents/random_agent.h"
 #include "envs/registry.h"
+#include "tools/balrog_layout.h"
 #include "tools/eval_summary.h"
 
 namespace turnrl::tools {
@@ -35,6 +36,8 @@ std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
     http.retries = model.retries;
     http.backoff_s = model.backoff_s;
     http.concurrency = model.concurrency;
+    http.requests_per_minute = model.requests_per_minute;
+    http.tokens_per_minute = model.tokens_per_minute;
     http.temperature = model.temperature;
     http.max_tokens = model.max_new_tokens;
     return std::make_unique<agents::HttpAgent>(http);
@@ -47,7 +50,7 @@ std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
   return std::make_unique<agents::LlmAgent>(std::move(language_model), params, model.name);
 }
 
-using EpisodeKey = std::tuple<std::string, std::string, int>;  // model, task, episode
+using EpisodeKey = std::tuple<std::string, std::string, int, int>;  // model, task, episode, repeat
 
 /** Reads the records; drops a torn last line left by an interrupted run. */
 std::vector<nlohmann::json> read_records(const std::string& path) {
@@ -75,13 +78,23 @@ std::vector<nlohmann::json> read_records(const std::string& path) {
   return records;
 }
 
-/** The finished episodes of the file: their keys, and their results for the summaries. */
-void read_finished(const std::string& jsonl, std::set<EpisodeKey>& finished, std::vector<EpisodeResult>& results) {
+/** An episode's result for the summaries, from its record (files before token counts: 0). */
+EpisodeResult result_of(const nlohmann::json& record) {
+  return {record.at("model"), record.at("env"), record.at("task"), record.at("progression"), record.value("prompt_tokens", size_t{0}),
+          record.value("completion_tokens", size_t{0}), record.value("repeat", 0), record.at("steps")};
+}
+
+/** The finished episodes of the file: their keys, and their results for the summaries; BALROG's
+ *  files of those an older sweep wrote none for. */
+void read_finished(const std::string& jsonl, const BalrogLayout& balrog, std::set<EpisodeKey>& finished,
+                   std::vector<EpisodeResult>& results) {
   for (const auto& record : read_records(jsonl)) {
     if (record.contains("error")) continue;  // ended by an agent error: to play again
     try {
-      finished.emplace(record.at("model").get<std::string>(), record.at("task").get<std::string>(), record.at("episode").get<int>());
-      results.push_back({record.at("model"), record.at("env"), record.at("task"), record.at("progression")});
+      finished.emplace(record.at("model").get<std::string>(), record.at("task").get<std::string>(), record.at("episode").get<int>(),
+                       record.value("repeat", 0));
+      results.push_back(result_of(record));
+      balrog.write_episode(record, false);
     } catch (const nlohmann::json::exception& error) {
       throw std::runtime_error(jsonl + ": a record lacks a field: " + error.what());
     }
@@ -95,13 +108,16 @@ std::string episode_error(const trainer::EpisodeLog& log) { return log.turns.emp
 
 std::string family_of(const std::string& env_id) { return env_id.substr(0, env_id.find('/')); }
 
-nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode) {
+nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode, int repeat) {
   nlohmann::json turns = nlohmann::json::array();
+  size_t prompt_tokens = 0, completion_tokens = 0;
   for (const auto& turn : log.turns) {
     nlohmann::json prompt = nlohmann::json::array();
     for (const auto& message : turn.prompt) prompt.push_back({{"role", message.role}, {"content", message.content}});
     nlohmann::json record = {{"prompt", std::move(prompt)}, {"reply", turn.reply}, {"action", turn.action}, {"valid", turn.valid},
-                             {"reward", turn.reward}};
+                             {"reward", turn.reward}, {"prompt_tokens", turn.prompt_tokens}, {"completion_tokens", turn.completion_tokens}};
+    prompt_tokens += turn.prompt_tokens;
+    completion_tokens += turn.completion_tokens;
     if (!turn.error.empty()) record["error"] = turn.error;  // the agent gave no reply: default action, episode over
     turns.push_back(std::move(record));
   }
@@ -109,6 +125,7 @@ nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLo
                            {"env", family_of(log.job.env_id)},
                            {"task", log.job.env_id},
                            {"episode", episode},
+                           {"repeat", repeat},
                            {"seed", log.job.seed},
                            {"steps", log.turns.size()},
                            {"progression", log.progression},
@@ -116,6 +133,8 @@ nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLo
                            {"return", log.episode_return},
                            {"terminated", log.terminated},
                            {"truncated", log.truncated},
+                           {"prompt_tokens", prompt_tokens},
+                           {"completion_tokens", completion_tokens},
                            {"turns", std::move(turns)}};
   if (const std::string error = episode_error(log); !error.empty()) record["error"] = error;
   return record;
@@ -133,8 +152,10 @@ SweepTally run_sweep(const EvalConfig& config) {
   const std::string jsonl = (out_dir / "episodes.jsonl").string();
   std::set<EpisodeKey> finished;
   std::vector<EpisodeResult> results;
-  read_finished(jsonl, finished, results);
-  const size_t total = config.models.size() * config.env.ids.size() * static_cast<size_t>(config.episodes_per_task);
+  const BalrogLayout balrog(config);
+  read_finished(jsonl, balrog, finished, results);
+  const size_t total =
+      config.models.size() * config.env.ids.size() * static_cast<size_t>(config.episodes_per_task) * static_cast<size_t>(config.repeats);
   size_t done = results.size();
   if (done > 0) spdlog::info("resuming: {} of {} episodes already finished in {}", done, total, jsonl);
 
@@ -143,13 +164,16 @@ SweepTally run_sweep(const EvalConfig& config) {
   if (!out) throw std::runtime_error("cannot append to " + jsonl);
   for (const auto& model : config.models) {
     std::vector<trainer::EpisodeJob> jobs;
-    std::vector<int> episode_of;
-    for (const auto& task : config.env.ids) {
-      for (int e = 0; e < config.episodes_per_task; ++e) {
-        if (finished.count({model.name, task, e})) continue;
-        // Reproducible seeds per (sweep seed, episode index), the same for every model and task.
-        jobs.push_back({task, config.seed + static_cast<uint64_t>(e), jobs.size()});
-        episode_of.push_back(e);
+    std::vector<std::pair<int, int>> slot_of;  // episode, repeat
+    for (int r = 0; r < config.repeats; ++r) {
+      for (const auto& task : config.env.ids) {
+        for (int e = 0; e < config.episodes_per_task; ++e) {
+          if (finished.count({model.name, task, e, r})) continue;
+          // Reproducible seeds per (sweep seed, slot, repeat), the same for every model and task;
+          // each repeat a block of its own, so adding repeats keeps the seeds played before.
+          jobs.push_back({task, config.seed + static_cast<uint64_t>(r) * config.episodes_per_task + e, jobs.size()});
+          slot_of.emplace_back(e, r);
+        }
       }
     }
     if (jobs.empty()) continue;
@@ -163,8 +187,9 @@ SweepTally run_sweep(const EvalConfig& config) {
     runner.progress_s = model.type == EvalModel::Type::kHuman ? 0.0 : kEvalProgressSeconds;  // no lines between a person's prompts
     runner.progress_label = model.name;
     trainer::run_episodes(jobs, make_env, *agent, runner, [&](trainer::EpisodeLog&& log) {
-      const int episode = episode_of[log.job.key];
-      out << episode_record(model.name, log, episode).dump() << "\n";
+      const auto [episode, repeat] = slot_of[log.job.key];
+      const nlohmann::json record = episode_record(model.name, log, episode, repeat);
+      out << record.dump() << "\n";
       out.flush();
       ++tally.played;
       if (!episode_error(log).empty()) {
@@ -172,10 +197,11 @@ SweepTally run_sweep(const EvalConfig& config) {
         return;
       }
       ++tally.finished;
-      results.push_back({model.name, family_of(log.job.env_id), log.job.env_id, log.progression});
+      results.push_back(result_of(record));
+      balrog.write_episode(record, true);
       ++done;
-      spdlog::info("[{}/{}] {} {} episode {}: {} turns, progression {:.3f}", done, total, model.name, log.job.env_id, episode,
-                   log.turns.size(), log.progression);
+      spdlog::info("[{}/{}] {} {} episode {} repeat {}: {} turns, progression {:.3f}", done, total, model.name, log.job.env_id, episode,
+                   repeat, log.turns.size(), log.progression);
     });
   }
   if (!out) throw std::runtime_error("write error on " + jsonl);
@@ -184,12 +210,15 @@ SweepTally run_sweep(const EvalConfig& config) {
                  jsonl);
   }
 
-  const std::vector<SummaryRow> rows = summarize(results);
+  ModelPrices prices;
+  for (const auto& model : config.models) prices[model.name] = {model.price_prompt, model.price_completion};
+  const std::vector<SummaryRow> rows = summarize(results, prices);
   write_file(out_dir / "summary.csv", summary_csv(rows));
   write_file(out_dir / "summary.md", summary_markdown(rows));
   write_file(out_dir / "summary.svg", summary_svg(rows));
+  balrog.write_summaries(results);
   tally.summary_markdown = summary_markdown(rows);
-  spdlog::info("wrote {}/summary.{{csv,md,svg}}", out_dir.string());
+  spdlog::info("wrote {}/summary.{{csv,md,svg}} and BALROG's layout in {}", out_dir.string(), (out_dir / "balrog").string());
   return tally;
 }
 

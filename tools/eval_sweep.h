@@ -1,6 +1,7 @@
 #pragma once
-// An evaluation sweep (`turnrl eval --config`, `turnrl bench sweep`): models x tasks x episodes,
-// appended to <output_dir>/episodes.jsonl as each episode ends, then the summaries. The file is
+// An evaluation sweep (`turnrl eval --config`, `turnrl bench sweep`): models x tasks x episodes x
+// repeats, appended to <output_dir>/episodes.jsonl as each episode ends (and written in BALROG's
+// layout, balrog_layout.h), then the summaries. The file is
 // the sweep's state: a rerun plays exactly the episodes without a finished record, those never
 // started and those an agent error ended (recorded with `error`, left out of the summaries).
 #include <cstddef>
@@ -30,7 +31,7 @@ SweepTally run_sweep(const EvalConfig& config);
 /** The env family of an env id (its part before '/'). */
 std::string family_of(const std::string& env_id);
 /** An episode as a line of episodes.jsonl; `error`: the agent error that ended it, if one did. */
-nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode);
+nlohmann::json episode_record(const std::string& model, const trainer::EpisodeLog& log, int episode, int repeat = 0);
 void write_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace turnrl::tools

@@ -47,6 +47,8 @@ void run_episodes(const std::vector<EpisodeJob>& jobs,
         } else {
           outcome = env.apply(result.reply.text);
           turn.reply = std::move(result.reply.text);
+          turn.prompt_tokens = result.reply.prompt_tokens;
+          turn.completion_tokens = result.reply.completion_tokens;
         }
         turn.action = env.env().actions()[outcome.action].name;
         turn.valid = outcome.valid;

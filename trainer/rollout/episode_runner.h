@@ -26,6 +26,7 @@ struct TurnLog {
   bool valid = false;
   double reward = 0.0;
   std::string error;  // why the agent gave no reply (then `reply` is empty)
+  size_t prompt_tokens = 0, completion_tokens = 0;  // the reply's (agents::AgentReply)
 };
 
 struct EpisodeLog {
