@@ -343,7 +343,7 @@ TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets and prices refused where they cannot apply") {
+TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets, prices and the prefix cache refused where they cannot apply") {
   std::vector<std::chrono::steady_clock::time_point> arrivals;  // the stub's thread; read after the run
   serve::OpenAiStubServer server([&](int, const nlohmann::json&) {
     arrivals.push_back(std::chrono::steady_clock::now());
@@ -362,7 +362,7 @@ TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets
   REQUIRE(arrivals.size() >= 4u);
   for (size_t i = 1; i < arrivals.size(); ++i) CHECK(arrivals[i] - arrivals[i - 1] >= std::chrono::milliseconds(90));
 
-  for (const std::string key : {"requests_per_minute: 60", "tokens_per_minute: 1000", "usd_per_million_prompt_tokens: 1"}) {
+  for (const std::string key : {"requests_per_minute: 60", "tokens_per_minute: 1000", "usd_per_million_prompt_tokens: 1", "prefix_cache_mb: 64"}) {
     std::ofstream(config) << "env:\n  id: [babyai/goto]\nmodels: [{name: r, type: random, " << key << "}]\n";
     const auto refused = test::run_turnrl("eval --config " + config);
     CHECK(refused.exit_code != 0);

@@ -28,7 +28,7 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("c.yaml", base + "ppo:\n  clip: lots\n", "c.yaml:4: ppo.clip: has the wrong type");
   fails_with("d.yaml", "model:\n  device: cpu\n", "model.path: is required");
   fails_with("e.yaml", base + "trainer:\n  x: 1\n", "e.yaml:3: trainer: unknown key");
-  fails_with("f.yaml", base + "turn:\n  layout: fancy\n", "f.yaml:4: turn.layout: must be balrog, verlog or compact");
+  fails_with("f.yaml", base + "turn:\n  layout: fancy\n", "f.yaml:4: turn.layout: must be balrog, verlog, compact or transcript");
   fails_with("f2.yaml", base + "turn:\n  history: -1\n", "f2.yaml:4: turn.history: must be >= 0");
   fails_with("f3.yaml", base + "turn:\n  prompt_format: compact\n", "f3.yaml:4: turn.prompt_format: unknown key");
   CHECK_THROWS_AS(TrainConfig::load(turnrl::test::config_dir() / "missing.yaml"), std::invalid_argument);

@@ -29,7 +29,7 @@ namespace {
 struct ServeBenchOptions {
   std::vector<std::string> presets = {"tiny", "qwen2.5-0.5b"};
   std::vector<std::string> layouts = {"balrog", "transcript"};
-  int tiny_episodes = 32, large_episodes = 4;  // in flight at once, one sweep each
+  int tiny_episodes = 32, large_episodes = 8;  // in flight at once, one sweep each
   int turns = 8;                               // turn.max_turns (the tiny preset's context holds a transcript of 8)
   int reply_tokens = 8;                        // a BALROG action and the end of the reply
   std::string tokenizer_dir = "../shared/tokenizers/qwen";

@@ -42,6 +42,9 @@ Schema<EvalModel> model_keys() {
           trainer::non_negative<int>()),
       key("path", &M::path, "llm: the model folder (required)"),
       key("device", &M::device, "llm: cpu or cuda"),
+      key("prefix_cache_mb", &M::prefix_cache_mb,
+          "llm: memory for the keys and values of prompt prefixes seen before, reused by later prompts that begin with them (0: none)",
+          trainer::non_negative<int>()),
       key("temperature", &M::temperature, "http and llm: sampling temperature (0: greedy)", trainer::non_negative<double>()),
       key("max_response_tokens", &M::max_new_tokens, "http and llm: reply length limit (unset: BALROG's 8192 for http, 64 for llm)",
           trainer::positive<int>()),
@@ -59,6 +62,7 @@ void check_model(ConfigSection& section, EvalModel& model) {
   if (model.type == Type::kHttp && (model.base_url.empty() || model.model.empty())) section.fail("base_url", "and model are required for type http");
   if (model.expert_sight != envs::ExpertSight::kFull && model.type != Type::kExpert) section.fail("expert_sight", "applies to type expert only");
   if (model.type == Type::kLlm && model.path.empty()) section.fail("path", "is required for type llm");
+  if (section.has_value("prefix_cache_mb") && model.type != Type::kLlm) section.fail("prefix_cache_mb", "applies to type llm only");
   for (const char* budget : {"requests_per_minute", "tokens_per_minute"}) {
     if (section.has_value(budget) && model.type != Type::kHttp) section.fail(budget, "applies to type http only");
   }

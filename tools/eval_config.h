@@ -30,6 +30,7 @@ struct EvalModel {
   int requests_per_minute = 0, tokens_per_minute = 0;  // http: the client-side budget (agents/request_budget.h); 0: none
   // llm
   std::string path, device = "cpu";
+  int prefix_cache_mb = 1024;  // llm: the engine's prefix cache (agents/model/prefix_cache.h); 0: none
   // sampling (http and llm)
   double temperature = 1.0;
   /** Reply length limit; BALROG's 8192 for http unless set, 64 for local models. */

@@ -47,7 +47,9 @@ std::unique_ptr<agents::Agent> make_agent(const EvalModel& model) {
   params.greedy = model.temperature == 0.0;
   params.max_new_tokens = model.max_new_tokens;
   std::shared_ptr<agents::LanguageModel> language_model = agents::LanguageModel::load(model.path, model.device);
-  return std::make_unique<agents::LlmAgent>(std::move(language_model), params, model.name);
+  constexpr int kMaxBatch = 64;
+  return std::make_unique<agents::LlmAgent>(std::move(language_model), params, model.name, kMaxBatch,
+                                            static_cast<uint64_t>(model.prefix_cache_mb) << 20);
 }
 
 using EpisodeKey = std::tuple<std::string, std::string, int, int>;  // model, task, episode, repeat
