@@ -77,13 +77,12 @@ std::map<std::pair<int, int>, Turn> play(LanguageModel& lm, uint64_t cache_bytes
 
 /** A block of `tokens` entries, each layer's filled with `value`. */
 KVBlock filled_block(const ModelConfig& config, int64_t tokens, float value) {
-  KVBlock block;
-  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
-    block.keys.push_back(torch::full({config.num_key_value_heads, tokens, config.head_dim()}, value));
-    block.values.push_back(torch::full({config.num_key_value_heads, tokens, config.head_dim()}, -value));
-  }
-  return block;
+  const torch::Tensor keys = torch::full({config.num_hidden_layers, 1, config.num_key_value_heads, tokens, config.head_dim()}, value);
+  return {torch::cat({keys, -keys}, 1)};
 }
+
+/** The keys (kind 0) or values (1) of `layer` in a block: [kv_heads, tokens, head_dim]. */
+torch::Tensor part(const KVBlock& block, int64_t layer, int64_t kind) { return block.kv[layer][kind]; }
 
 std::vector<int32_t> run_of(int32_t first, int length) {
   std::vector<int32_t> tokens;
@@ -147,8 +146,8 @@ TEST_CASE("the prefix cache restores what it stored, splits runs, respects the l
   CHECK(prefix.restore(a_branch, 100, slots, 1) == 6);
   CHECK(slots.length(1) == 6);
   const KVBlock restored = slots.copy_out(1, 0, 6);
-  CHECK(torch::equal(restored.keys.back(), torch::full({config.num_key_value_heads, 6, config.head_dim()}, 1.0f)));
-  CHECK(torch::equal(restored.values.front(), torch::full({config.num_key_value_heads, 6, config.head_dim()}, -1.0f)));
+  CHECK(torch::equal(part(restored, config.num_hidden_layers - 1, 0), torch::full({config.num_key_value_heads, 6, config.head_dim()}, 1.0f)));
+  CHECK(torch::equal(part(restored, 0, 1), torch::full({config.num_key_value_heads, 6, config.head_dim()}, -1.0f)));
   slots.clear(1);
   CHECK(prefix.restore(a, 4, slots, 1) == 4);  // the limit
   CHECK(prefix.stats().hits == 2);
@@ -174,7 +173,7 @@ TEST_CASE("the prefix cache restores what it stored, splits runs, respects the l
   CHECK(prefix.match(c) == 0);  // the least recently used leaf made room for the branch
   slots.clear(1);
   CHECK(prefix.restore(a, 100, slots, 1) == 10);
-  CHECK(torch::equal(slots.copy_out(1, 0, 10).keys.front(), torch::full({config.num_key_value_heads, 10, config.head_dim()}, 1.0f)));
+  CHECK(torch::equal(part(slots.copy_out(1, 0, 10), 0, 0), torch::full({config.num_key_value_heads, 10, config.head_dim()}, 1.0f)));
   CHECK(prefix.stats().cached_tokens <= 30);
 }
 
@@ -200,7 +199,7 @@ TEST_CASE("a prefill step over slots of different lengths equals a step per slot
     CHECK(torch::allclose(both[b].narrow(0, 0, n), one[0], 1e-5, 1e-5));
     // The slot's entries moved down to its length: a decoding step continues it as the lone slot's.
     const torch::Tensor next = torch::full({1, 1}, 17, torch::kInt64);
-    CHECK(torch::allclose(together.copy_out(b, 0, together.length(b)).keys.back(), alone.copy_out(0, 0, alone.length(0)).keys.back(), 1e-5, 1e-5));
+    CHECK(torch::allclose(together.copy_out(b, 0, together.length(b)).kv, alone.copy_out(0, 0, alone.length(0)).kv, 1e-5, 1e-5));
     CHECK(torch::allclose(module->forward(next, alone, 0)[0], module->forward(next, together, b)[0], 1e-5, 1e-5));
   }
 }

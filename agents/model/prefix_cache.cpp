@@ -10,14 +10,7 @@ namespace turnrl::agents {
 namespace {
 
 /** A copy of tokens [from, from + count) of a block. */
-KVBlock slice(const KVBlock& block, int64_t from, int64_t count) {
-  KVBlock part;
-  for (size_t layer = 0; layer < block.keys.size(); ++layer) {
-    part.keys.push_back(block.keys[layer].narrow(1, from, count).clone());
-    part.values.push_back(block.values[layer].narrow(1, from, count).clone());
-  }
-  return part;
-}
+KVBlock slice(const KVBlock& block, int64_t from, int64_t count) { return {block.kv.narrow(3, from, count).clone()}; }
 
 }  // namespace
 
@@ -151,10 +144,7 @@ void PrefixCache::store(const std::vector<int32_t>& tokens, int64_t count, const
     const uint64_t tokens_added = static_cast<uint64_t>(count - match.length);
     if (parent != &impl.root && parent->children.empty()) {  // a leaf grows in place: a chain stays one node, one copy to restore
       parent->tokens.insert(parent->tokens.end(), tokens.begin() + match.length, tokens.begin() + count);
-      for (size_t layer = 0; layer < added.keys.size(); ++layer) {
-        parent->kv.keys[layer] = torch::cat({parent->kv.keys[layer], added.keys[layer]}, 1);
-        parent->kv.values[layer] = torch::cat({parent->kv.values[layer], added.values[layer]}, 1);
-      }
+      parent->kv.kv = torch::cat({parent->kv.kv, added.kv}, 3);
     } else {
       auto leaf = std::make_unique<Impl::Node>();
       leaf->tokens.assign(tokens.begin() + match.length, tokens.begin() + count);

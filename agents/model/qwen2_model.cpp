@@ -53,31 +53,29 @@ SlotCache::SlotCache(const ModelConfig& config, const torch::TensorOptions& opti
       max_positions_(config.max_position_embeddings), options_(options) {}
 
 void SlotCache::reserve(int64_t slots, int64_t tokens) {
-  const int64_t have_slots = keys_.empty() ? 0 : keys_.front().size(0), have_tokens = keys_.empty() ? 0 : keys_.front().size(2);
+  const int64_t have_slots = storage_.defined() ? storage_.size(2) : 0, have_tokens = storage_.defined() ? storage_.size(4) : 0;
   if (slots <= have_slots && tokens <= have_tokens) return;
   const int64_t new_slots = slots <= have_slots ? have_slots : std::max(slots, 2 * have_slots);
   const int64_t new_tokens = tokens <= have_tokens ? have_tokens : std::min(max_positions_, std::max(tokens, 2 * have_tokens));
   torch::NoGradGuard no_grad;
-  for (size_t layer = 0; layer < static_cast<size_t>(layers_); ++layer) {
-    for (std::vector<torch::Tensor>* store : {&keys_, &values_}) {
-      torch::Tensor grown = torch::zeros({new_slots, kv_heads_, new_tokens, head_dim_}, options_);
-      if (store->size() > layer) {
-        grown.narrow(0, 0, have_slots).narrow(2, 0, have_tokens).copy_((*store)[layer]);
-        (*store)[layer] = grown;
-      } else {
-        store->push_back(grown);
-      }
-    }
+  torch::Tensor grown = torch::zeros({layers_, 2, new_slots, kv_heads_, new_tokens, head_dim_}, options_);
+  if (storage_.defined()) grown.narrow(2, 0, have_slots).narrow(4, 0, have_tokens).copy_(storage_);
+  storage_ = grown;
+  keys_.clear();
+  values_.clear();
+  for (int64_t layer = 0; layer < layers_; ++layer) {
+    keys_.push_back(storage_[layer][0]);
+    values_.push_back(storage_[layer][1]);
   }
 }
+
+torch::Tensor SlotCache::entries(int64_t slot, int64_t from, int64_t count) const { return storage_.select(2, slot).narrow(3, from, count); }
 
 void SlotCache::move(int64_t from, int64_t to) {
   const int64_t length = lengths_.at(static_cast<size_t>(from));
   if (from != to && length > 0) {
     torch::NoGradGuard no_grad;
-    for (std::vector<torch::Tensor>* store : {&keys_, &values_}) {
-      for (torch::Tensor& layer : *store) layer[to].narrow(1, 0, length).copy_(layer[from].narrow(1, 0, length));
-    }
+    entries(to, 0, length).copy_(entries(from, 0, length));
   }
   lengths_.at(static_cast<size_t>(to)) = length;
   if (from != to) lengths_.at(static_cast<size_t>(from)) = 0;
@@ -94,24 +92,16 @@ int64_t SlotCache::length(int64_t slot) const {
 KVBlock SlotCache::copy_out(int64_t slot, int64_t from, int64_t count) const {
   TORCH_CHECK(from >= 0 && count >= 0 && from + count <= length(slot), "SlotCache: copy_out beyond the slot's length");
   torch::NoGradGuard no_grad;
-  KVBlock block;
-  for (size_t layer = 0; layer < keys_.size(); ++layer) {
-    block.keys.push_back(keys_[layer][slot].narrow(1, from, count).clone());
-    block.values.push_back(values_[layer][slot].narrow(1, from, count).clone());
-  }
-  return block;
+  return {entries(slot, from, count).clone()};
 }
 
 void SlotCache::copy_in(int64_t slot, int64_t at, const KVBlock& block, int64_t count) {
   TORCH_CHECK(at >= 0 && at <= length(slot) && count >= 0 && count <= block.tokens(), "SlotCache: copy_in out of range");
-  TORCH_CHECK(static_cast<int64_t>(block.keys.size()) == layers_, "SlotCache: a block of another model");
+  TORCH_CHECK(block.kv.size(0) == layers_ && block.kv.size(2) == kv_heads_ && block.kv.size(4) == head_dim_, "SlotCache: a block of another model");
   reserve(slot + 1, at + count);
   if (slot >= static_cast<int64_t>(lengths_.size())) lengths_.resize(static_cast<size_t>(slot + 1), 0);
   torch::NoGradGuard no_grad;
-  for (size_t layer = 0; layer < keys_.size(); ++layer) {
-    keys_[layer][slot].narrow(1, at, count).copy_(block.keys[layer].narrow(1, 0, count));
-    values_[layer][slot].narrow(1, at, count).copy_(block.values[layer].narrow(1, 0, count));
-  }
+  entries(slot, at, count).copy_(block.kv.narrow(3, 0, count));
   lengths_[static_cast<size_t>(slot)] = at + count;
 }
 
@@ -184,11 +174,7 @@ void SlotCache::end_step() {
     const int64_t slot = step_first_ + b, tokens = step_tokens_[static_cast<size_t>(b)];
     int64_t& length = lengths_[static_cast<size_t>(slot)];
     const int64_t at = step_at_[static_cast<size_t>(b)];
-    if (at != length) {  // close the gap (the ranges may overlap: copy from a copy)
-      for (std::vector<torch::Tensor>* store : {&keys_, &values_}) {
-        for (torch::Tensor& layer : *store) layer[slot].narrow(1, length, tokens).copy_(layer[slot].narrow(1, at, tokens).clone());
-      }
-    }
+    if (at != length) entries(slot, length, tokens).copy_(entries(slot, at, tokens).clone());  // close the gap (ranges may overlap)
     length += tokens;
   }
   step_rows_ = 0;

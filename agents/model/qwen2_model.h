@@ -22,10 +22,11 @@ class KVStore {
   virtual std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) = 0;
 };
 
-/** Keys and values of a run of tokens of one sequence, per layer [kv_heads, tokens, head_dim]. */
+/** Keys and values of a run of tokens of one sequence: [layers, 2 (keys, values), kv_heads, tokens,
+ *  head_dim], one tensor so that a run moves in one copy. */
 struct KVBlock {
-  std::vector<torch::Tensor> keys, values;
-  int64_t tokens() const { return keys.empty() ? 0 : keys.front().size(1); }
+  torch::Tensor kv;
+  int64_t tokens() const { return kv.defined() ? kv.size(3) : 0; }
 };
 
 /** Keys and values per layer, [batch, kv_heads, cached_tokens, head_dim]: every row has the same
@@ -70,10 +71,13 @@ class SlotCache : public KVStore {
 
  private:
   void reserve(int64_t slots, int64_t tokens);
+  /** Entries [from, from + count) of `slot`: [layers, 2, kv_heads, count, head_dim], a view. */
+  torch::Tensor entries(int64_t slot, int64_t from, int64_t count) const;
 
   int64_t layers_, kv_heads_, head_dim_, max_positions_;
   torch::TensorOptions options_;
-  std::vector<torch::Tensor> keys_, values_;
+  torch::Tensor storage_;                      // [layers, 2, slots, kv_heads, capacity, head_dim]
+  std::vector<torch::Tensor> keys_, values_;  // per layer, views of storage_: [slots, kv_heads, capacity, head_dim]
   std::vector<int64_t> lengths_;
   int64_t step_first_ = 0, step_rows_ = 0, step_length_ = 0, step_total_ = 0;
   std::vector<int64_t> step_tokens_, step_at_;  // per row: real tokens, where the step writes them
