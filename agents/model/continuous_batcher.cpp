@@ -16,6 +16,10 @@ namespace {
 
 /** Padded tokens of one prefill pass at most (its activations' size); a longer prompt goes alone. */
 constexpr int64_t kPrefillTokens = 8192;
+/** A prefill group's padded tokens at most this many times its real ones: a prompt whose prefix
+ *  is cached prefills a few tokens, one that is not hundreds, and padding one to the other wastes
+ *  the difference. */
+constexpr double kPaddingSlack = 1.25;
 
 /** Length of the longest tail of `text` that begins one of `stops` (it may still become a stop). */
 size_t stop_prefix_tail(const std::string& text, const std::vector<std::string>& stops) {
@@ -121,28 +125,43 @@ struct ContinuousBatcher::Impl {
     return std::min(prefix_cache->match(prompt), static_cast<int64_t>(prompt.size()) - 1);
   }
 
-  /** Prefills waiting requests into free slots while the batch has room: a group of prompts in one
-   *  forward pass, each after its cached prefix, right-padded to the longest rest (each row's causal
-   *  keys are its own tokens only). */
+  /** Orders the next `count` waiting requests by the tokens they prefill, so that groups pad little
+   *  (when they start does not change a reply). */
+  void sort_waiting(size_t count) {
+    std::vector<std::pair<int64_t, size_t>> keys;  // tokens to prefill, place
+    for (size_t i = 0; i < count; ++i) keys.emplace_back(static_cast<int64_t>(waiting[i].request.prompt.size()) - cached_prefix(waiting[i]), i);
+    std::stable_sort(keys.begin(), keys.end());
+    std::vector<Sequence> sorted;
+    for (const auto& key : keys) sorted.push_back(std::move(waiting[key.second]));
+    for (size_t i = 0; i < count; ++i) waiting[i] = std::move(sorted[i]);
+  }
+
+  /** Prefills waiting requests into free slots while the batch has room: groups of prompts of
+   *  similar length in one forward pass each, each prompt after its cached prefix, right-padded to
+   *  the longest rest (each row's causal keys are its own tokens only). */
   void admit(std::vector<Sequence>& done) {
     torch::NoGradGuard no_grad;
     const auto start = std::chrono::steady_clock::now();
     const int64_t context = model.context_length();
     while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
       const int64_t first = static_cast<int64_t>(running.size());
+      sort_waiting(std::min(waiting.size(), static_cast<size_t>(max_batch) - running.size()));
       std::vector<int64_t> reused, lengths;  // per row: cached prefix, tokens to prefill
-      int64_t longest = 0, most_reused = 0;
+      int64_t longest = 0, most_reused = 0, real = 0;
       while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
         const std::vector<int32_t>& prompt = waiting.front().request.prompt;
         const int64_t cached = cached_prefix(waiting.front()), length = static_cast<int64_t>(prompt.size()) - cached;
         const int64_t wider = std::max(longest, length), deeper = std::max(most_reused, cached);
+        const int64_t padded = wider * static_cast<int64_t>(lengths.size() + 1);
         // The step spans the longest prefix plus the longest rest: it must fit the context.
-        if (!lengths.empty() && (wider * static_cast<int64_t>(lengths.size() + 1) > kPrefillTokens || deeper + wider > context)) break;
+        const bool fits = padded <= kPrefillTokens && deeper + wider <= context && padded <= kPaddingSlack * static_cast<double>(real + length);
+        if (!lengths.empty() && !fits) break;
         const int64_t slot = static_cast<int64_t>(running.size());
         cache.clear(slot);
         if (prefix_cache) prefix_cache->restore(prompt, cached, cache, slot);
         longest = wider;
         most_reused = deeper;
+        real += length;
         reused.push_back(cached);
         lengths.push_back(length);
         running.push_back(std::move(waiting.front()));
