@@ -2,7 +2,8 @@
 // (`turnrl eval`'s code, through the HTTP agent) plays against the server in process, without the
 // cache and with it, on the same seeds (the replies are equal, so are the prompts), for each model
 // shape (random weights) and each history layout: BALROG's window, whose last observation is
-// re-labelled each turn, and an append-only transcript. Per case it prints
+// re-labelled each turn, and an append-only transcript (the tiny preset's sweeps take under a
+// second, so they run several rounds, alternating which mode goes first). Per case it prints
 // `prefix cache speedup X.XXx (bound Y.YYx)`: the uncached sweep's time over the cached one's,
 // against Amdahl's bound 1 / (1 - p r) for the uncached run's share p of time in prefill and the
 // cached run's share r of prompt tokens reused.
@@ -30,6 +31,7 @@ struct ServeBenchOptions {
   std::vector<std::string> presets = {"tiny", "qwen2.5-0.5b"};
   std::vector<std::string> layouts = {"balrog", "transcript"};
   int tiny_episodes = 32, large_episodes = 8;  // in flight at once, one sweep each
+  int tiny_rounds = 5;                         // a tiny sweep takes under a second: several, for a steady total
   int turns = 8;                               // turn.max_turns (the tiny preset's context holds a transcript of 8)
   int reply_tokens = 8;                        // a BALROG action and the end of the reply
   std::string tokenizer_dir = "../shared/tokenizers/qwen";
@@ -99,22 +101,41 @@ void warm_up(const ServeBenchOptions& options, const std::shared_ptr<agents::Lan
   run_sweep_against_server(model, sweep_config(brief, trainer::TurnLayout::kBalrog, 2, "", dir), 0);
 }
 
-/** One model shape and layout, without then with the cache; prints the case's lines. */
+/** Sums a round into the totals (the cache's memory: the last round's). */
+void add_round(SweepRun& total, const SweepRun& round) {
+  total.seconds += round.seconds;
+  total.episodes += round.episodes;
+  total.stats.prefill_seconds += round.stats.prefill_seconds;
+  agents::PrefixCacheStats& cache = total.stats.prefix_cache;
+  const agents::PrefixCacheStats& more = round.stats.prefix_cache;
+  cache.lookups += more.lookups;
+  cache.hits += more.hits;
+  cache.prompt_tokens += more.prompt_tokens;
+  cache.reused_tokens += more.reused_tokens;
+  cache.bytes = more.bytes;
+}
+
+/** One model shape and layout, without and with the cache, `rounds` times in alternating order
+ *  (the totals count); prints the case's lines. */
 void run_case(const ServeBenchOptions& options, const std::string& preset, const std::shared_ptr<agents::LanguageModel>& model,
               trainer::TurnLayout layout, const std::filesystem::path& dir) {
-  const int episodes = preset == "tiny" ? options.tiny_episodes : options.large_episodes;
+  const bool tiny = agents::find_preset(preset).word_level;
+  const int episodes = tiny ? options.tiny_episodes : options.large_episodes, rounds = tiny ? options.tiny_rounds : 1;
   const std::string name = preset + " " + trainer::enum_name(layout);
-  const EvalConfig config = sweep_config(options, layout, episodes, "", dir);
-  EvalConfig uncached_config = config, cached_config = config;
-  uncached_config.output_dir = (dir / (name + " uncached")).string();
-  cached_config.output_dir = (dir / (name + " cached")).string();
-  const SweepRun uncached = run_sweep_against_server(model, uncached_config, 0);
-  const SweepRun cached = run_sweep_against_server(model, cached_config, serve::ChatServerOptions{}.prefix_cache_mb);
+  EvalConfig config = sweep_config(options, layout, episodes, "", dir);
+  SweepRun uncached, cached;
+  for (int round = 0; round < rounds; ++round) {
+    for (const bool with_cache : {round % 2 == 1, round % 2 == 0}) {
+      config.output_dir = (dir / (name + (with_cache ? " cached " : " uncached ") + std::to_string(round))).string();
+      add_round(with_cache ? cached : uncached,
+                run_sweep_against_server(model, config, with_cache ? serve::ChatServerOptions{}.prefix_cache_mb : 0));
+    }
+  }
   const double prefill_share = uncached.stats.prefill_seconds / uncached.seconds;
   const agents::PrefixCacheStats& cache = cached.stats.prefix_cache;
   const double bound = 1.0 / (1.0 - prefill_share * cache.reused_share());
   const double speedup = uncached.seconds / cached.seconds;
-  std::printf("%s: %zu episodes, %llu prompts, %.0f prompt tokens each on average\n", name.c_str(), uncached.episodes,
+  std::printf("%s: %d round(s) of %d episodes, %llu prompts, %.0f prompt tokens each on average\n", name.c_str(), rounds, episodes,
               static_cast<unsigned long long>(cache.lookups),
               cache.lookups ? static_cast<double>(cache.prompt_tokens) / static_cast<double>(cache.lookups) : 0.0);
   std::printf("  uncached %8.2f s  prefill %5.1f%% of it\n", uncached.seconds, 100.0 * prefill_share);
@@ -123,7 +144,7 @@ void run_case(const ServeBenchOptions& options, const std::string& preset, const
               static_cast<double>(cache.bytes) / (1 << 20));
   std::printf("  prefix cache speedup %.2fx (bound %.2fx)  %.2f of the bound\n", speedup, bound, speedup / bound);
   std::fflush(stdout);
-  if (uncached.episodes != cached.episodes) spdlog::warn("{}: the two sweeps finished different numbers of episodes", name);
+  if (uncached.episodes != cached.episodes) spdlog::warn("{}: the two modes finished different numbers of episodes", name);
 }
 
 }  // namespace
@@ -140,6 +161,9 @@ int bench_serve(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tiny-episodes", options.tiny_episodes, "episodes in flight with the tiny presets")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--large-episodes", options.large_episodes, "episodes in flight with the other presets")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--tiny-rounds", options.tiny_rounds, "rounds (each mode once, alternating order) with the tiny presets")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--turns", options.turns, "turns per episode at most")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--reply-tokens", options.reply_tokens, "reply length limit")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--tokenizer", options.tokenizer_dir, "tokenizer folder for presets without their own (the Qwen tokenizer)")
