@@ -27,6 +27,21 @@ agents::HttpAgentConfig config_for(const std::string& url) {
   return config;
 }
 
+/** A stub script: the first request gets 429 with `retry_header`, the others "turn left"; every
+ *  arrival's time goes to `arrivals`. */
+serve::OpenAiStubServer::ChatScript refuse_first(std::vector<std::chrono::steady_clock::time_point>& arrivals,
+                                                 std::pair<std::string, std::string> retry_header) {
+  return [&arrivals, retry_header](int index, const nlohmann::json&) {
+    arrivals.push_back(std::chrono::steady_clock::now());
+    serve::ChatStubReply reply{200, "turn left", 0};
+    if (index == 0) {
+      reply.status = 429;
+      reply.headers = {retry_header};
+    }
+    return reply;
+  };
+}
+
 }  // namespace
 
 TEST_CASE("http agent: request format and reply") {
@@ -128,15 +143,7 @@ TEST_CASE("http agent: tokens_per_minute holds the next request back by the last
 
 TEST_CASE("http agent: a retry after a 429 waits its Retry-After, then its turn in the budget") {
   std::vector<std::chrono::steady_clock::time_point> arrivals;
-  serve::OpenAiStubServer server([&](int index, const nlohmann::json&) {
-    arrivals.push_back(std::chrono::steady_clock::now());
-    serve::ChatStubReply reply{200, "turn left", 0};
-    if (index == 0) {
-      reply.status = 429;
-      reply.headers = {{"retry-after-ms", "50"}};
-    }
-    return reply;
-  });
+  serve::OpenAiStubServer server(refuse_first(arrivals, {"retry-after-ms", "50"}));
   auto config = config_for(server.base_url());
   config.requests_per_minute = 120;  // one every 0.5 s, retries included
   agents::HttpAgent agent(config);
@@ -156,15 +163,7 @@ TEST_CASE("http agent: retries after a 500") {
 
 TEST_CASE("http agent: a 429 waits the Retry-After it asks for, not the backoff") {
   std::vector<std::chrono::steady_clock::time_point> arrivals;
-  serve::OpenAiStubServer server([&](int index, const nlohmann::json&) {
-    arrivals.push_back(std::chrono::steady_clock::now());
-    serve::ChatStubReply reply{200, "turn left", 0};
-    if (index == 0) {
-      reply.status = 429;
-      reply.headers = {{"Retry-After", "1"}};
-    }
-    return reply;
-  });
+  serve::OpenAiStubServer server(refuse_first(arrivals, {"Retry-After", "1"}));
   agents::HttpAgent agent(config_for(server.base_url()));  // backoff 0.01 s
   CHECK(agent.complete({{"user", "x"}}) == "turn left");
   REQUIRE(arrivals.size() == 2);

@@ -93,7 +93,8 @@ struct PrefixCache::Impl {
       stats.cached_tokens -= tokens;
       stats.bytes -= tokens * bytes_per_token;
       Node* parent = leaf->parent;
-      parent->children.erase(leaf->tokens.front());
+      const int32_t key = leaf->tokens.front();  // a copy: erasing destroys the leaf
+      parent->children.erase(key);
       if (parent != &root && parent->children.empty()) leaves.insert({parent->used, parent});
     }
   }
