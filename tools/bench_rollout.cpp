@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <thread>
 
 #include <unistd.h>
 
@@ -152,10 +151,9 @@ void case_serve(const BenchOptions& options) {
   server_options.model_name = "bench";
   server_options.max_batch = options.llm_slots;
   const std::shared_ptr<agents::LanguageModel> model = model_with_likely_stop(options);
-  serve::ChatServer server(model, server_options);
-  std::thread serving([&] { server.run(); });
+  serve::BackgroundChatServer serving(model, server_options);
   agents::HttpAgentConfig http;
-  http.base_url = server.base_url();
+  http.base_url = serving.server().base_url();
   http.model = server_options.model_name;
   http.max_tokens = options.max_new_tokens;
   http.timeout_s = 300;
@@ -170,8 +168,6 @@ void case_serve(const BenchOptions& options) {
   run(warm_up, false);
   const Measured lock_step = run(options, true);
   const Measured async = run(options, false);
-  server.stop();
-  serving.join();
   std::printf("  replies: %.1f tokens on average (the stop token not counted), %zu at most\n",
               static_cast<double>(lock_step.response_tokens) / lock_step.turns, lock_step.longest_response);
   report_speedup(lock_step, async);

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
 
 #include <unistd.h>
 
@@ -44,8 +43,8 @@ struct SweepRun {
   size_t episodes = 0;
 };
 
-EvalConfig sweep_config(const ServeBenchOptions& options, trainer::TurnLayout layout, int episodes, const std::string& base_url,
-                        const std::filesystem::path& dir) {
+/** The sweep (its model's base_url: the server's it plays against, set there). */
+EvalConfig sweep_config(const ServeBenchOptions& options, trainer::TurnLayout layout, int episodes, const std::filesystem::path& dir) {
   EvalConfig config;
   config.output_dir = dir.string();
   config.env.ids = {"babyai/goto"};
@@ -57,7 +56,6 @@ EvalConfig sweep_config(const ServeBenchOptions& options, trainer::TurnLayout la
   EvalModel model;
   model.name = "served";
   model.type = EvalModel::Type::kHttp;
-  model.base_url = base_url;
   model.model = "served";
   model.timeout_s = 3600;
   model.concurrency = episodes;
@@ -73,23 +71,14 @@ SweepRun run_sweep_against_server(std::shared_ptr<agents::LanguageModel> model, 
   server_options.model_name = "served";
   server_options.max_batch = config.runner.parallel_episodes;
   server_options.prefix_cache_mb = cache_mb;
-  serve::ChatServer server(std::move(model), server_options);
-  std::thread loop([&] { server.run(); });
+  serve::BackgroundChatServer serving(std::move(model), server_options);
   EvalConfig against = config;
-  against.models.front().base_url = server.base_url();
+  against.models.front().base_url = serving.server().base_url();
   SweepRun run;
   const auto start = std::chrono::steady_clock::now();
-  try {
-    run.episodes = run_sweep(against).finished;
-  } catch (...) {
-    server.stop();
-    loop.join();
-    throw;
-  }
+  run.episodes = run_sweep(against).finished;
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.stats = server.stats();
-  server.stop();
-  loop.join();
+  run.stats = serving.server().stats();
   return run;
 }
 
@@ -98,7 +87,7 @@ SweepRun run_sweep_against_server(std::shared_ptr<agents::LanguageModel> model, 
 void warm_up(const ServeBenchOptions& options, const std::shared_ptr<agents::LanguageModel>& model, const std::filesystem::path& dir) {
   ServeBenchOptions brief = options;
   brief.turns = 2;
-  run_sweep_against_server(model, sweep_config(brief, trainer::TurnLayout::kBalrog, 2, "", dir), 0);
+  run_sweep_against_server(model, sweep_config(brief, trainer::TurnLayout::kBalrog, 2, dir), 0);
 }
 
 /** Sums a round into the totals (the cache's memory: the last round's). */
@@ -122,7 +111,7 @@ void run_case(const ServeBenchOptions& options, const std::string& preset, const
   const bool tiny = agents::find_preset(preset).word_level;
   const int episodes = tiny ? options.tiny_episodes : options.large_episodes, rounds = tiny ? options.tiny_rounds : 1;
   const std::string name = preset + " " + trainer::enum_name(layout);
-  EvalConfig config = sweep_config(options, layout, episodes, "", dir);
+  EvalConfig config = sweep_config(options, layout, episodes, dir);
   SweepRun uncached, cached;
   for (int round = 0; round < rounds; ++round) {
     for (const bool with_cache : {round % 2 == 1, round % 2 == 0}) {

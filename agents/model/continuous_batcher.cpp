@@ -126,14 +126,26 @@ struct ContinuousBatcher::Impl {
   }
 
   /** Orders the next `count` waiting requests by the tokens they prefill, so that groups pad little
-   *  (when they start does not change a reply). */
-  void sort_waiting(size_t count) {
-    std::vector<std::pair<int64_t, size_t>> keys;  // tokens to prefill, place
-    for (size_t i = 0; i < count; ++i) keys.emplace_back(static_cast<int64_t>(waiting[i].request.prompt.size()) - cached_prefix(waiting[i]), i);
-    std::stable_sort(keys.begin(), keys.end());
+   *  (when they start does not change a reply); returns their cached prefixes, in the new order. */
+  std::vector<int64_t> sort_waiting(size_t count) {
+    struct Key {
+      int64_t prefill, cached;
+      size_t place;
+    };
+    std::vector<Key> keys;
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t cached = cached_prefix(waiting[i]);
+      keys.push_back({static_cast<int64_t>(waiting[i].request.prompt.size()) - cached, cached, i});
+    }
+    std::stable_sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) { return a.prefill < b.prefill; });
     std::vector<Sequence> sorted;
-    for (const auto& key : keys) sorted.push_back(std::move(waiting[key.second]));
+    std::vector<int64_t> cached;
+    for (const Key& key : keys) {
+      sorted.push_back(std::move(waiting[key.place]));
+      cached.push_back(key.cached);
+    }
     for (size_t i = 0; i < count; ++i) waiting[i] = std::move(sorted[i]);
+    return cached;
   }
 
   /** Prefills waiting requests into free slots while the batch has room: groups of prompts of
@@ -145,12 +157,13 @@ struct ContinuousBatcher::Impl {
     const int64_t context = model.context_length();
     while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
       const int64_t first = static_cast<int64_t>(running.size());
-      sort_waiting(std::min(waiting.size(), static_cast<size_t>(max_batch) - running.size()));
+      // The group is taken from these requests only: the batch has room for no more.
+      const std::vector<int64_t> cached_of = sort_waiting(std::min(waiting.size(), static_cast<size_t>(max_batch) - running.size()));
       std::vector<int64_t> reused, lengths;  // per row: cached prefix, tokens to prefill
       int64_t longest = 0, most_reused = 0, real = 0;
       while (!waiting.empty() && static_cast<int>(running.size()) < max_batch) {
         const std::vector<int32_t>& prompt = waiting.front().request.prompt;
-        const int64_t cached = cached_prefix(waiting.front()), length = static_cast<int64_t>(prompt.size()) - cached;
+        const int64_t cached = cached_of[lengths.size()], length = static_cast<int64_t>(prompt.size()) - cached;
         const int64_t wider = std::max(longest, length), deeper = std::max(most_reused, cached);
         const int64_t padded = wider * static_cast<int64_t>(lengths.size() + 1);
         // The step spans the longest prefix plus the longest rest: it must fit the context.

@@ -61,12 +61,6 @@ void SlotCache::reserve(int64_t slots, int64_t tokens) {
   torch::Tensor grown = torch::zeros({layers_, 2, new_slots, kv_heads_, new_tokens, head_dim_}, options_);
   if (storage_.defined()) grown.narrow(2, 0, have_slots).narrow(4, 0, have_tokens).copy_(storage_);
   storage_ = grown;
-  keys_.clear();
-  values_.clear();
-  for (int64_t layer = 0; layer < layers_; ++layer) {
-    keys_.push_back(storage_[layer][0]);
-    values_.push_back(storage_[layer][1]);
-  }
 }
 
 torch::Tensor SlotCache::entries(int64_t slot, int64_t from, int64_t count) const { return storage_.select(2, slot).narrow(3, from, count); }
@@ -145,8 +139,7 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int
 }
 
 std::pair<torch::Tensor, torch::Tensor> SlotCache::append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) {
-  torch::Tensor& keys = keys_.at(layer);
-  torch::Tensor& values = values_.at(layer);
+  torch::Tensor keys = storage_[static_cast<int64_t>(layer)][0], values = storage_[static_cast<int64_t>(layer)][1];  // views
   if (step_length_ == 1) {  // one scatter per layer: row b's token at index lengths[first + b] of its slot
     std::vector<int64_t> slots(static_cast<size_t>(step_rows_));
     for (int64_t b = 0; b < step_rows_; ++b) slots[static_cast<size_t>(b)] = step_first_ + b;

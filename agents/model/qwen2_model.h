@@ -76,8 +76,7 @@ class SlotCache : public KVStore {
 
   int64_t layers_, kv_heads_, head_dim_, max_positions_;
   torch::TensorOptions options_;
-  torch::Tensor storage_;                      // [layers, 2, slots, kv_heads, capacity, head_dim]
-  std::vector<torch::Tensor> keys_, values_;  // per layer, views of storage_: [slots, kv_heads, capacity, head_dim]
+  torch::Tensor storage_;  // [layers, 2 (keys, values), slots, kv_heads, capacity, head_dim]
   std::vector<int64_t> lengths_;
   int64_t step_first_ = 0, step_rows_ = 0, step_length_ = 0, step_total_ = 0;
   std::vector<int64_t> step_tokens_, step_at_;  // per row: real tokens, where the step writes them

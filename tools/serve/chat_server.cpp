@@ -59,8 +59,7 @@ struct Completion {
   int remaining = 0;
 };
 
-}  // namespace
-
+/** The engine's figures as GET /stats answers them. */
 json stats_json(const agents::BatcherStats& stats) {
   const agents::PrefixCacheStats& cache = stats.prefix_cache;
   return {{"prefill_seconds", stats.prefill_seconds},
@@ -76,6 +75,8 @@ json stats_json(const agents::BatcherStats& stats) {
             {"bytes", cache.bytes},
             {"capacity_bytes", cache.capacity_bytes}}}};
 }
+
+}  // namespace
 
 struct ChatServer::Impl {
   Impl(std::shared_ptr<agents::LanguageModel> model, ChatServerOptions options)
@@ -260,5 +261,13 @@ std::string ChatServer::base_url() const { return "http://" + impl_->options.hos
 void ChatServer::run(bool handle_signals) { impl_->http.run(handle_signals); }
 void ChatServer::stop() { impl_->http.stop(); }
 agents::BatcherStats ChatServer::stats() { return impl_->engine.stats(); }
+
+BackgroundChatServer::BackgroundChatServer(std::shared_ptr<agents::LanguageModel> model, ChatServerOptions options)
+    : server_(std::move(model), std::move(options)), thread_([this] { server_.run(); }) {}
+
+BackgroundChatServer::~BackgroundChatServer() {
+  server_.stop();
+  thread_.join();
+}
 
 }  // namespace turnrl::serve

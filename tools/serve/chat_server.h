@@ -5,8 +5,7 @@
 // (GET /stats counts what that saved). A bad request gets 400 with an OpenAI-style JSON error.
 #include <memory>
 #include <string>
-
-#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agents/model/continuous_batcher.h"
 #include "agents/model/language_model.h"
@@ -22,8 +21,6 @@ struct ChatServerOptions {
   uint64_t prefix_cache_mb = 1024;  // keys and values of prompt prefixes kept for reuse; 0: none
 };
 
-/** The engine's figures as GET /stats answers them. */
-nlohmann::json stats_json(const agents::BatcherStats& stats);
 
 class ChatServer {
  public:
@@ -46,6 +43,19 @@ class ChatServer {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+/** A ChatServer serving on a thread of its own until destroyed, then stopped and joined (benchmarks
+ *  that play against it in process). */
+class BackgroundChatServer {
+ public:
+  BackgroundChatServer(std::shared_ptr<agents::LanguageModel> model, ChatServerOptions options);
+  ~BackgroundChatServer();
+  ChatServer& server() { return server_; }
+
+ private:
+  ChatServer server_;
+  std::thread thread_;
 };
 
 }  // namespace turnrl::serve
