@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "envs/registry.h"
+#include "temp_dir.h"
 #include "test_util.h"
 #include "tools/eval_summary.h"
 #include "tools/serve/openai_stub_server.h"
@@ -120,9 +121,8 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
     // Alternate a garbled reply with a plain action name of the first family.
     return serve::ChatStubReply{200, index % 3 == 0 ? "I am not sure." : "turn left", 0};
   });
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::TempDir scratch("turnrl_test_eval");
+  const std::filesystem::path dir = scratch.path();
   const std::string tiny_model = (dir / "tiny").string();
   const auto created = test::run_turnrl("new-model --preset tiny --out " + tiny_model);
   REQUIRE_MESSAGE(created.exit_code == 0, created.output);
@@ -242,13 +242,11 @@ TEST_CASE("eval sweep: random, tiny LLM and loopback HTTP agents over every env 
   CHECK(rejected.exit_code != 0);
   CHECK(rejected.output.find("models[0].colour") != std::string::npos);
   CHECK(rejected.output.find("bad.yaml") != std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("eval with a human at the terminal: prompts shown, typed replies played") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_human_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::TempDir scratch("turnrl_test_eval_human");
+  const std::filesystem::path dir = scratch.path();
   const std::string config = (dir / "human.yaml").string();
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\n"
                         << "env:\n  id: [babyai/goto]\nepisodes_per_task: 1\nturn: {max_turns: 2}\n"
@@ -261,7 +259,6 @@ TEST_CASE("eval with a human at the terminal: prompts shown, typed replies playe
   CHECK(record.at("turns")[0].at("action") == "turn left");
   CHECK(record.at("turns")[1].at("reply") == "I would rather fly");
   CHECK(record.at("turns")[1].at("action") == "go forward");  // the default after an invalid reply
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded unfinished; nothing lost; a rerun plays exactly those") {
@@ -284,9 +281,8 @@ TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded
     }
     return reply;
   });
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_faults_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::TempDir scratch("turnrl_test_eval_faults");
+  const std::filesystem::path dir = scratch.path();
   const std::string config = (dir / "sweep.yaml").string();
   constexpr int kEpisodes = 12;
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\nenv:\n  id: [babyai/goto]\n"
@@ -340,7 +336,6 @@ TEST_CASE("eval sweep against faults: 429s waited out, 5xx retried then recorded
   const auto third = test::run_turnrl("eval --config " + config);
   REQUIRE_MESSAGE(third.exit_code == 0, third.output);
   CHECK(split(read(dir / "out/episodes.jsonl"), '\n').size() == lines.size());  // nothing left to play
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets, prices and the prefix cache refused where they cannot apply") {
@@ -349,9 +344,8 @@ TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets
     arrivals.push_back(std::chrono::steady_clock::now());
     return serve::ChatStubReply{200, "go forward", 0};
   });
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_budget_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::TempDir scratch("turnrl_test_eval_budget");
+  const std::filesystem::path dir = scratch.path();
   const std::string config = (dir / "sweep.yaml").string();
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\nenv:\n  id: [babyai/goto]\n"
                         << "episodes_per_task: 3\nparallel_episodes: 3\nturn: {max_turns: 3}\n"
@@ -371,13 +365,11 @@ TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets
   std::ofstream(config) << "env:\n  id: [babyai/goto]\nmodels: [{name: h, type: http, base_url: \"http://127.0.0.1:1/v1\", model: m, "
                         << "tokens_per_minute: -5}]\n";
   CHECK(test::run_turnrl("eval --config " + config).output.find("models[0].tokens_per_minute") != std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("eval sweep with repeats: K seeds per episode slot, every repeat recorded and resumed; the summary's spread matches") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_repeats_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::TempDir scratch("turnrl_test_eval_repeats");
+  const std::filesystem::path dir = scratch.path();
   const std::string config = (dir / "sweep.yaml").string();
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\nenv:\n  id: [babyai/goto, babyai/open]\n"
                         << "episodes_per_task: 3\nseed: 10\nrepeats: 2\nturn: {max_turns: 12}\nmodels: [{name: r, type: random}]\n";
@@ -440,7 +432,6 @@ TEST_CASE("eval sweep with repeats: K seeds per episode slot, every repeat recor
   }
   CHECK(found);
   CHECK(test::run_turnrl("eval --config " + config + " --repeats 0").exit_code != 0);
-  std::filesystem::remove_all(dir);
 }
 
 namespace {
@@ -485,9 +476,8 @@ TEST_CASE("eval sweep in BALROG's layout: a run folder per model with its episod
   serve::OpenAiStubServer server([](int index, const nlohmann::json&) {
     return serve::ChatStubReply{200, index % 4 == 0 ? "dance" : "go forward", 0};  // some invalid: failed candidates
   });
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_test_eval_balrog_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::TempDir scratch("turnrl_test_eval_balrog");
+  const std::filesystem::path dir = scratch.path();
   const std::string config = (dir / "sweep.yaml").string();
   std::ofstream(config) << "output_dir: " << (dir / "out").string() << "\nenv:\n  id: [babyai/goto, babyai/open, babaisai/goto_win, crafter/balrog]\n"
                         << "episodes_per_task: 2\nrepeats: 2\nseed: 4\nturn: {max_turns: 5}\n"
@@ -568,5 +558,4 @@ TEST_CASE("eval sweep in BALROG's layout: a run folder per model with its episod
   CHECK(server.requests() == requests);
   CHECK(std::filesystem::exists(dir / "out/balrog/org_api/crafter/default/default_run_03.json"));
   CHECK(std::filesystem::exists(dir / "out/balrog/r/summary.json"));
-  std::filesystem::remove_all(dir);
 }
