@@ -340,90 +340,142 @@ struct GradGroup {
 };
 
 /** Scratch for one backward group: keys, values and their gradients transposed [dim][keys] each,
- *  a key bias, a probability row and its gradient row. */
-int64_t backward_scratch_floats(int64_t dim, int64_t total) { return round_up(total, kMaxLanes) * (4 * dim + 3); }
+ *  a key bias, and the probability and gradient rows of up to kMaxTileRows rows. */
+int64_t backward_scratch_floats(int64_t dim, int64_t total) {
+  return round_up(total, kMaxLanes) * (4 * dim + 1 + 2 * kMaxTileRows);
+}
 
-// Every row (head, position) of a group in turn, along the keys it sees: its probabilities again
-// from the scores (the forward keeps nothing), then dp_j = dout . v_j, ds_j = p_j (dp_j - p . dp)
-// / sqrt(dim), dq = sum_j ds_j k_j, and the group's dk_j += ds_j q, dv_j += p_j dout. Every product
-// runs along the keys, so each is one vector operation per dimension.
+struct GradScratch {
+  const float* keys_t;    // [dim][keys]
+  const float* values_t;  // [dim][keys]
+  float* grad_keys_t;     // [dim][keys]
+  float* grad_values_t;   // [dim][keys]
+  const float* bias;      // [keys]: 0 for a real key, -inf for padding and beyond total
+  float* probs;           // [rows][keys]
+  float* grad_probs;      // [rows][keys]: dp, then ds
+  int64_t keys;
+};
+
+// One row's probabilities again from its scores (in place), then its dp becomes
+// ds = p (dp - p . dp) / sqrt(dim). A row that sees no key gets zeros for both.
+template <int Lanes>
+[[gnu::always_inline]] inline void softmax_backward_row(float* probs, float* grad_probs, int64_t seen, float highest, float scale) {
+  using V = Vec<Lanes>;
+  const V max = splat<Lanes>(highest == -kInf ? 0.0f : highest);
+  V sum{};
+  for (int64_t at = 0; at < seen; at += Lanes) {
+    const V score = load<Lanes>(probs + at);
+    const V prob = select<Lanes>(score > -kInf, exp2_approx<Lanes>(score - max), V{});
+    store<Lanes>(probs + at, prob);
+    sum += prob;
+  }
+  const float total = hsum<Lanes>(sum);
+  const float normaliser = total > 0.0f ? 1.0f / total : 0.0f;
+  V expected_grad{};
+  for (int64_t at = 0; at < seen; at += Lanes) {
+    const V prob = load<Lanes>(probs + at) * normaliser;
+    store<Lanes>(probs + at, prob);
+    expected_grad += prob * load<Lanes>(grad_probs + at);
+  }
+  const float mean_grad = hsum<Lanes>(expected_grad);
+  for (int64_t at = 0; at < seen; at += Lanes) {
+    store<Lanes>(grad_probs + at, load<Lanes>(probs + at) * (load<Lanes>(grad_probs + at) - mean_grad) * scale);
+  }
+}
+
+// Rows first .. first + Rows - 1 of a group, position-major (row = position * heads + head) so that
+// a tile's rows see nearly the same keys. Along the keys: scores and dp_j = dout . v_j with the
+// rows' accumulators in registers, each row's softmax backward, dq = sum_j ds_j k_j, and the
+// group's dk_j += ds_j q, dv_j += p_j dout, each key block loaded once for all the tile's rows.
+template <int Lanes, int Rows>
+[[gnu::always_inline]] inline void attend_backward_tile(const GradGroup& g, const GradScratch& s, int64_t first) {
+  using V = Vec<Lanes>;
+  const int64_t dim = g.dim, keys = s.keys, past = g.total - g.length;
+  const float* q[Rows];
+  const float* grad_out[Rows];
+  float* grad_q[Rows];
+  float visible[Rows];  // the row sees keys [0, visible)
+  int64_t blocks = 0;
+  for (int r = 0; r < Rows; ++r) {
+    const int64_t i = (first + r) / g.heads, offset = i * g.row_stride + (first + r) % g.heads * dim;
+    q[r] = g.q + offset;
+    grad_out[r] = g.grad_out + offset;
+    grad_q[r] = g.grad_q + offset;
+    visible[r] = static_cast<float>(past + i + 1);
+    blocks = std::max(blocks, (past + i + Lanes) / Lanes);
+  }
+  const int64_t seen = blocks * Lanes;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim)), scale2 = kLog2e * scale;  // as the forward: base 2
+  V lane_index;
+  for (int l = 0; l < Lanes; ++l) lane_index[l] = static_cast<float>(l);
+  V row_max[Rows];
+  for (auto& m : row_max) m = splat<Lanes>(-kInf);
+  for (int64_t at = 0; at < seen; at += Lanes) {
+    V dot[Rows] = {}, grad_prob[Rows] = {};
+    for (int64_t d = 0; d < dim; ++d) {
+      const V key = load<Lanes>(s.keys_t + d * keys + at), value = load<Lanes>(s.values_t + d * keys + at);
+      for (int r = 0; r < Rows; ++r) {
+        dot[r] += q[r][d] * key;
+        grad_prob[r] += grad_out[r][d] * value;
+      }
+    }
+    const V index = lane_index + static_cast<float>(at), key_bias = load<Lanes>(s.bias + at);
+    for (int r = 0; r < Rows; ++r) {
+      const V score = select<Lanes>(index < visible[r], dot[r] * scale2 + key_bias, splat<Lanes>(-kInf));
+      store<Lanes>(s.probs + r * keys + at, score);
+      store<Lanes>(s.grad_probs + r * keys + at, grad_prob[r]);
+      row_max[r] = select<Lanes>(score > row_max[r], score, row_max[r]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    softmax_backward_row<Lanes>(s.probs + r * keys, s.grad_probs + r * keys, seen, hmax<Lanes>(row_max[r]), scale);
+  }
+  for (int64_t d = 0; d < dim; ++d) {
+    V dot[Rows] = {};
+    for (int64_t at = 0; at < seen; at += Lanes) {
+      const V key = load<Lanes>(s.keys_t + d * keys + at);
+      for (int r = 0; r < Rows; ++r) dot[r] += load<Lanes>(s.grad_probs + r * keys + at) * key;
+    }
+    for (int r = 0; r < Rows; ++r) grad_q[r][d] = hsum<Lanes>(dot[r]);
+  }
+  for (int64_t at = 0; at < seen; at += Lanes) {
+    V ds[Rows], prob[Rows];
+    for (int r = 0; r < Rows; ++r) {
+      ds[r] = load<Lanes>(s.grad_probs + r * keys + at);
+      prob[r] = load<Lanes>(s.probs + r * keys + at);
+    }
+    for (int64_t d = 0; d < dim; ++d) {
+      V grad_key = load<Lanes>(s.grad_keys_t + d * keys + at), grad_value = load<Lanes>(s.grad_values_t + d * keys + at);
+      for (int r = 0; r < Rows; ++r) {
+        grad_key += q[r][d] * ds[r];
+        grad_value += grad_out[r][d] * prob[r];
+      }
+      store<Lanes>(s.grad_keys_t + d * keys + at, grad_key);
+      store<Lanes>(s.grad_values_t + d * keys + at, grad_value);
+    }
+  }
+}
+
+// A group's gradients: wide tiles of rows where the registers allow, single rows for the rest.
 template <int Lanes>
 [[gnu::always_inline]] inline void attend_backward(const GradGroup& g, float* scratch) {
-  using V = Vec<Lanes>;
-  const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes), past = g.total - g.length;
+  const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes);
   float* const keys_t = scratch;
   float* const values_t = keys_t + dim * keys;
   float* const grad_keys_t = values_t + dim * keys;
   float* const grad_values_t = grad_keys_t + dim * keys;
   float* const bias = grad_values_t + dim * keys;
-  float* const probs = bias + keys;
-  float* const grad_probs = probs + keys;
   std::fill(keys_t, bias, 0.0f);
   transpose_rows(g.k, dim, g.total, dim, keys, keys_t);
   transpose_rows(g.v, dim, g.total, dim, keys, values_t);
   key_bias(g.key_mask, g.total, keys, bias);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dim)), scale2 = kLog2e * scale;  // as the forward: base 2
-  V lane_index;
-  for (int l = 0; l < Lanes; ++l) lane_index[l] = static_cast<float>(l);
-  for (int64_t head = 0; head < g.heads; ++head) {
-    for (int64_t i = 0; i < g.length; ++i) {
-      const float* q = g.q + i * g.row_stride + head * dim;
-      const float* grad_out = g.grad_out + i * g.row_stride + head * dim;
-      float* grad_q = g.grad_q + i * g.row_stride + head * dim;
-      const float visible = static_cast<float>(past + i + 1);
-      const int64_t seen = round_up(past + i + 1, Lanes);
-      std::fill(probs, probs + seen, 0.0f);
-      std::fill(grad_probs, grad_probs + seen, 0.0f);
-      for (int64_t d = 0; d < dim; ++d) {
-        const float qd = q[d], gd = grad_out[d];
-        for (int64_t at = 0; at < seen; at += Lanes) {
-          store<Lanes>(probs + at, load<Lanes>(probs + at) + qd * load<Lanes>(keys_t + d * keys + at));
-          store<Lanes>(grad_probs + at, load<Lanes>(grad_probs + at) + gd * load<Lanes>(values_t + d * keys + at));
-        }
-      }
-      V row_max = splat<Lanes>(-kInf);
-      for (int64_t at = 0; at < seen; at += Lanes) {
-        const V score = select<Lanes>(lane_index + static_cast<float>(at) < visible,
-                                      load<Lanes>(probs + at) * scale2 + load<Lanes>(bias + at), splat<Lanes>(-kInf));
-        store<Lanes>(probs + at, score);
-        row_max = select<Lanes>(score > row_max, score, row_max);
-      }
-      const float highest = hmax<Lanes>(row_max);
-      if (highest == -kInf) {  // no visible key: the output was zeros whatever q, k and v
-        std::fill(grad_q, grad_q + dim, 0.0f);
-        continue;
-      }
-      V sum{};
-      for (int64_t at = 0; at < seen; at += Lanes) {
-        const V score = load<Lanes>(probs + at);
-        const V prob = select<Lanes>(score > -kInf, exp2_approx<Lanes>(score - highest), V{});
-        store<Lanes>(probs + at, prob);
-        sum += prob;
-      }
-      const float normaliser = 1.0f / hsum<Lanes>(sum);
-      V expected_grad{};
-      for (int64_t at = 0; at < seen; at += Lanes) {
-        const V prob = load<Lanes>(probs + at) * normaliser;
-        store<Lanes>(probs + at, prob);
-        expected_grad += prob * load<Lanes>(grad_probs + at);
-      }
-      const float mean_grad = hsum<Lanes>(expected_grad);
-      for (int64_t at = 0; at < seen; at += Lanes) {  // grad_probs becomes ds
-        store<Lanes>(grad_probs + at, load<Lanes>(probs + at) * (load<Lanes>(grad_probs + at) - mean_grad) * scale);
-      }
-      for (int64_t d = 0; d < dim; ++d) {
-        const float qd = q[d], gd = grad_out[d];
-        V dot{};
-        for (int64_t at = 0; at < seen; at += Lanes) {
-          const V ds = load<Lanes>(grad_probs + at);
-          dot += ds * load<Lanes>(keys_t + d * keys + at);
-          store<Lanes>(grad_keys_t + d * keys + at, load<Lanes>(grad_keys_t + d * keys + at) + qd * ds);
-          store<Lanes>(grad_values_t + d * keys + at, load<Lanes>(grad_values_t + d * keys + at) + gd * load<Lanes>(probs + at));
-        }
-        grad_q[d] = hsum<Lanes>(dot);
-      }
-    }
-  }
+  const GradScratch s{keys_t, values_t, grad_keys_t, grad_values_t, bias, bias + keys, bias + keys + kMaxTileRows * keys, keys};
+  constexpr int kWide = Lanes == 16 ? 8 : 4;
+  static_assert(kWide <= kMaxTileRows, "backward_scratch_floats sizes the rows for kMaxTileRows rows");
+  const int64_t rows = g.heads * g.length;
+  int64_t first = 0;
+  for (; first + kWide <= rows; first += kWide) attend_backward_tile<Lanes, kWide>(g, s, first);
+  for (; first < rows; ++first) attend_backward_tile<Lanes, 1>(g, s, first);
   for (int64_t t = 0; t < g.total; ++t) {
     for (int64_t d = 0; d < dim; ++d) {
       g.grad_k[t * dim + d] = grad_keys_t[d * keys + t];
