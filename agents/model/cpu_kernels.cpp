@@ -143,6 +143,58 @@ template <int Lanes>
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+// Per row, with r = rsqrt(mean(x^2) + eps): grad_x = r g w - x r^3 mean(g w x), and the row's
+// g x r added to grad_weight.
+template <int Lanes>
+[[gnu::always_inline]] inline void rms_norm_backward_rows(const float* x, const float* weight, const float* grad, float* grad_x,
+                                                          float* grad_weight, int64_t rows, int64_t dim, float eps) {
+  using V = Vec<Lanes>;
+  for (int64_t row = 0; row < rows; ++row, x += dim, grad += dim, grad_x += dim) {
+    V squares{}, dots{};
+    int64_t d = 0;
+    for (; d + Lanes <= dim; d += Lanes) {
+      const V xv = load<Lanes>(x + d);
+      squares += xv * xv;
+      dots += load<Lanes>(grad + d) * load<Lanes>(weight + d) * xv;
+    }
+    float sum = hsum<Lanes>(squares), dot = hsum<Lanes>(dots);
+    for (; d < dim; ++d) {
+      sum += x[d] * x[d];
+      dot += grad[d] * weight[d] * x[d];
+    }
+    const float inverse = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
+    const float correction = inverse * inverse * inverse * dot / static_cast<float>(dim);
+    for (d = 0; d + Lanes <= dim; d += Lanes) {
+      const V xv = load<Lanes>(x + d), gv = load<Lanes>(grad + d);
+      store<Lanes>(grad_x + d, gv * load<Lanes>(weight + d) * inverse - xv * correction);
+      store<Lanes>(grad_weight + d, load<Lanes>(grad_weight + d) + gv * xv * inverse);
+    }
+    for (; d < dim; ++d) {
+      grad_x[d] = grad[d] * weight[d] * inverse - x[d] * correction;
+      grad_weight[d] += grad[d] * x[d] * inverse;
+    }
+  }
+}
+
+// With s = sigmoid(gate): d gate = g up s (1 + gate (1 - s)), d up = g gate s.
+template <int Lanes>
+[[gnu::always_inline]] inline void silu_gate_backward_span(const float* gate, const float* up, const float* grad, float* grad_gate,
+                                                           float* grad_up, int64_t n) {
+  using V = Vec<Lanes>;
+  int64_t i = 0;
+  for (; i + Lanes <= n; i += Lanes) {
+    const V a = load<Lanes>(gate + i), g = load<Lanes>(grad + i);
+    const V s = 1.0f / (1.0f + exp2_approx<Lanes>(a * -kLog2e));
+    store<Lanes>(grad_gate + i, g * load<Lanes>(up + i) * s * (1.0f + a * (1.0f - s)));
+    store<Lanes>(grad_up + i, g * a * s);
+  }
+  for (; i < n; ++i) {
+    const float s = 1.0f / (1.0f + std::exp(-gate[i]));
+    grad_gate[i] = grad[i] * up[i] * s * (1.0f + gate[i] * (1.0f - s));
+    grad_up[i] = grad[i] * gate[i] * s;
+  }
+}
+
 // x[d] = x[d] cos[d] - x[d + half] sin[d], x[d + half] = x[d + half] cos[d + half] + x[d] sin[d + half]
 // for each head of each row, Width values of d at a time.
 template <int Width>
@@ -465,11 +517,12 @@ template <int Lanes>
   float* const grad_keys_t = values_t + dim * keys;
   float* const grad_values_t = grad_keys_t + dim * keys;
   float* const bias = grad_values_t + dim * keys;
+  float* const probs = bias + keys;
   std::fill(keys_t, bias, 0.0f);
   transpose_rows(g.k, dim, g.total, dim, keys, keys_t);
   transpose_rows(g.v, dim, g.total, dim, keys, values_t);
   key_bias(g.key_mask, g.total, keys, bias);
-  const GradScratch s{keys_t, values_t, grad_keys_t, grad_values_t, bias, bias + keys, bias + keys + kMaxTileRows * keys, keys};
+  const GradScratch s{keys_t, values_t, grad_keys_t, grad_values_t, bias, probs, probs + kMaxTileRows * keys, keys};
   constexpr int kWide = Lanes == 16 ? 8 : 4;
   static_assert(kWide <= kMaxTileRows, "backward_scratch_floats sizes the rows for kMaxTileRows rows");
   const int64_t rows = g.heads * g.length;
@@ -488,7 +541,9 @@ template <int Lanes>
 struct KernelSet {
   const char* name;
   void (*rms_norm_rows)(const float*, const float*, float*, int64_t, int64_t, float);
+  void (*rms_norm_backward_rows)(const float*, const float*, const float*, float*, float*, int64_t, int64_t, float);
   void (*silu_gate_span)(const float*, const float*, float*, int64_t);
+  void (*silu_gate_backward_span)(const float*, const float*, const float*, float*, float*, int64_t);
   void (*rotate_rows)(float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t);
   void (*attend)(const Group&, float*);
   void (*attend_backward)(const GradGroup&, float*);
@@ -498,8 +553,16 @@ struct KernelSet {
   TARGET void NAME##_rms_norm_rows(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps) { \
     rms_norm_rows<LANES>(x, w, out, rows, dim, eps);                                                             \
   }                                                                                                               \
+  TARGET void NAME##_rms_norm_backward_rows(const float* x, const float* w, const float* g, float* gx, float* gw,    \
+                                            int64_t rows, int64_t dim, float eps) {                               \
+    rms_norm_backward_rows<LANES>(x, w, g, gx, gw, rows, dim, eps);                                               \
+  }                                                                                                               \
   TARGET void NAME##_silu_gate_span(const float* gate, const float* up, float* out, int64_t n) {                  \
     silu_gate_span<LANES>(gate, up, out, n);                                                                      \
+  }                                                                                                               \
+  TARGET void NAME##_silu_gate_backward_span(const float* gate, const float* up, const float* g, float* gg, float* gu, \
+                                             int64_t n) {                                                          \
+    silu_gate_backward_span<LANES>(gate, up, g, gg, gu, n);                                                       \
   }                                                                                                               \
   TARGET void NAME##_rotate_rows(float* x, const float* cos, const float* sin, int64_t rows, int64_t row_stride,    \
                                  int64_t heads, int64_t dim) {                                                    \
@@ -507,8 +570,9 @@ struct KernelSet {
   }                                                                                                               \
   TARGET void NAME##_attend(const Group& g, float* scratch) { attend<LANES>(g, scratch); }                         \
   TARGET void NAME##_attend_backward(const GradGroup& g, float* scratch) { attend_backward<LANES>(g, scratch); }    \
-  constexpr KernelSet NAME{#NAME,          NAME##_rms_norm_rows, NAME##_silu_gate_span, NAME##_rotate_rows, \
-                           NAME##_attend, NAME##_attend_backward};
+  constexpr KernelSet NAME{#NAME,                    NAME##_rms_norm_rows,   NAME##_rms_norm_backward_rows,     \
+                           NAME##_silu_gate_span,    NAME##_silu_gate_backward_span, NAME##_rotate_rows,         \
+                           NAME##_attend,            NAME##_attend_backward};
 
 TURNRL_KERNEL_SET(baseline, , 4)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -643,12 +707,11 @@ void set_threads(int threads) {
 
 const char* instruction_set() { return kernels().name; }
 
-bool attention_applies(const at::Tensor& x) { return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat; }
+bool supports(const at::Tensor& x) { return x.defined() && x.device().is_cpu() && x.scalar_type() == at::kFloat; }
 
-bool applies(const at::Tensor& x) { return attention_applies(x) && !at::GradMode::is_enabled(); }
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  TORCH_CHECK(applies(x) && weight.is_contiguous() && weight.numel() == x.size(-1), "rms_norm: float32 CPU input and weight");
+  TORCH_CHECK(supports(x) && weight.is_contiguous() && weight.numel() == x.size(-1), "rms_norm: float32 CPU input and weight");
   const at::Tensor in = x.contiguous();
   at::Tensor out = at::empty_like(in);
   const int64_t dim = x.size(-1), rows = in.numel() / dim;
@@ -657,6 +720,28 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
                   end - begin, dim, static_cast<float>(eps));
   });
   return out;
+}
+
+std::pair<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& grad_out,
+                                                    double eps) {
+  TORCH_CHECK(supports(x) && weight.is_contiguous() && weight.numel() == x.size(-1) && grad_out.sizes() == x.sizes(),
+              "rms_norm_backward: float32 CPU input, weight and output gradient");
+  const at::Tensor in = x.contiguous(), grad = grad_out.contiguous();
+  at::Tensor grad_x = at::empty_like(in);
+  const int64_t dim = x.size(-1), rows = in.numel() / dim;
+  // Each chunk of rows sums its own share of grad_weight: the sum is the same whatever the threads.
+  constexpr int64_t kChunkRows = 256;
+  const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  at::Tensor partial = at::zeros({std::max<int64_t>(chunks, 1), dim}, in.options());
+  at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      const int64_t first = chunk * kChunkRows, n = std::min(kChunkRows, rows - first);
+      kernels().rms_norm_backward_rows(in.data_ptr<float>() + first * dim, weight.data_ptr<float>(), grad.data_ptr<float>() + first * dim,
+                                       grad_x.data_ptr<float>() + first * dim, partial.data_ptr<float>() + chunk * dim, n, dim,
+                                       static_cast<float>(eps));
+    }
+  });
+  return {grad_x, partial.sum(0)};
 }
 
 void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
@@ -749,7 +834,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tens
 }
 
 at::Tensor silu_gate(const at::Tensor& gate_up) {
-  TORCH_CHECK(applies(gate_up) && gate_up.size(-1) % 2 == 0, "silu_gate: float32 CPU [..., 2m]");
+  TORCH_CHECK(supports(gate_up) && gate_up.size(-1) % 2 == 0, "silu_gate: float32 CPU [..., 2m]");
   const at::Tensor in = gate_up.contiguous();
   const int64_t width = in.size(-1) / 2, rows = in.numel() / (2 * width);
   std::vector<int64_t> shape = in.sizes().vec();
@@ -759,6 +844,22 @@ at::Tensor silu_gate(const at::Tensor& gate_up) {
     for (int64_t row = begin; row < end; ++row) {
       const float* gate = in.data_ptr<float>() + row * 2 * width;
       kernels().silu_gate_span(gate, gate + width, out.data_ptr<float>() + row * width, width);
+    }
+  });
+  return out;
+}
+
+at::Tensor silu_gate_backward(const at::Tensor& gate_up, const at::Tensor& grad_out) {
+  TORCH_CHECK(supports(gate_up) && gate_up.size(-1) % 2 == 0 && grad_out.numel() * 2 == gate_up.numel(),
+              "silu_gate_backward: float32 CPU [..., 2m] and its output's gradient [..., m]");
+  const at::Tensor in = gate_up.contiguous(), grad = grad_out.contiguous();
+  const int64_t width = in.size(-1) / 2, rows = in.numel() / (2 * width);
+  at::Tensor out = at::empty_like(in);
+  at::parallel_for(0, rows, std::max<int64_t>(1, (1 << 14) / width), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const float* gate = in.data_ptr<float>() + row * 2 * width;
+      float* grad_gate = out.data_ptr<float>() + row * 2 * width;
+      kernels().silu_gate_backward_span(gate, gate + width, grad.data_ptr<float>() + row * width, grad_gate, grad_gate + width, width);
     }
   });
   return out;

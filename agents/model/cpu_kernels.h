@@ -1,11 +1,11 @@
 #pragma once
-// Fused float32 kernels for the Qwen2 forward pass on CPU outside autograd (sampling, scoring, the
-// reference policy). Each does in one pass over memory what the torch expression in qwen2_model.cpp
+// Fused float32 kernels for the Qwen2 decoder on CPU: sampling, scoring and, each with its backward
+// kernel, training. Each does in one pass over memory what the torch expression in qwen2_model.cpp
 // does in several: for a model with 16-wide heads those passes, not the weight products, were most
-// of the forward's time. Attention also has a backward, so training uses it under autograd too (the
-// torch expression spells the mask out per head, [B * H, L, T]); the other torch expressions remain
-// the path for autograd, and every torch expression the path for other devices and dtypes.
+// of the forward's and the update's time. The torch expressions remain the path for other devices
+// and dtypes. The kernels are not autograd functions themselves: qwen2_model.cpp wraps them.
 #include <tuple>
+#include <utility>
 
 #include <ATen/core/Tensor.h>
 
@@ -19,14 +19,15 @@ const char* instruction_set();
  *  (torch's own intra-op pool stays at its default, which spins against the BLAS's threads). */
 void set_threads(int threads);
 
-/** True when `x` is a float32 CPU tensor and autograd is off: the kernels below apply. */
-bool applies(const at::Tensor& x);
-
-/** True when `x` is a float32 CPU tensor: attention (and, under autograd, its backward) applies. */
-bool attention_applies(const at::Tensor& x);
+/** True when `x` is a float32 CPU tensor: the kernels below apply. */
+bool supports(const at::Tensor& x);
 
 /** x * rsqrt(mean(x^2, -1) + eps) * weight over the last dimension. */
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+/** The gradients of rms_norm's x and weight given its output's gradient (autograd may be on). */
+std::pair<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& grad_out,
+                                                    double eps);
 
 /** Rotary embedding in place: x [B, L, heads, D] with contiguous heads, position rows equally
  *  spaced (a column slice of a wider matrix will do); cos, sin [B, 1, L, D] contiguous. */
@@ -50,5 +51,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tens
 
 /** silu(gate) * up for gate_up [..., 2m] holding gate then up: returns [..., m]. */
 at::Tensor silu_gate(const at::Tensor& gate_up);
+
+/** The gradient of silu_gate's input [..., 2m] given its output's gradient [..., m]. */
+at::Tensor silu_gate_backward(const at::Tensor& gate_up, const at::Tensor& grad_out);
 
 }  // namespace turnrl::agents::cpu_kernels

@@ -177,12 +177,14 @@ ResponseBatch make_response_batch(const std::vector<std::vector<int32_t>>& promp
   const int64_t n = static_cast<int64_t>(prompts.size()), r = batch.response_width;
   torch::Tensor ids = torch::full({n, r}, pad_id, torch::kInt64);
   torch::Tensor mask = torch::zeros({n, r}, torch::kBool);
+  auto ids_a = ids.accessor<int64_t, 2>();
+  auto mask_a = mask.accessor<bool, 2>();
   for (int64_t b = 0; b < n; ++b) {
     const auto& resp = responses[b];
     const int64_t offset = r - static_cast<int64_t>(resp.size());
     for (size_t t = 0; t < resp.size(); ++t) {
-      ids[b][offset + static_cast<int64_t>(t)] = resp[t];
-      mask[b][offset + static_cast<int64_t>(t)] = true;
+      ids_a[b][offset + static_cast<int64_t>(t)] = resp[t];
+      mask_a[b][offset + static_cast<int64_t>(t)] = true;
     }
   }
   batch.response_ids = ids.to(device);

@@ -17,6 +17,14 @@
 namespace turnrl::agents {
 
 std::pair<torch::Tensor, torch::Tensor> StackedProjections::get(const std::vector<torch::nn::Linear>& parts) {
+  if (torch::GradMode::is_enabled()) {  // training: a fresh concatenation, through which the parts get their gradients
+    std::vector<torch::Tensor> weights, biases;
+    for (const auto& part : parts) {
+      weights.push_back(part->weight);
+      if (part->bias.defined()) biases.push_back(part->bias);
+    }
+    return {torch::cat(weights, 0), biases.empty() ? torch::Tensor() : torch::cat(biases, 0)};
+  }
   std::vector<int64_t> versions;
   for (const auto& part : parts) {
     versions.push_back(part->weight._version());
@@ -177,8 +185,80 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({dim}));
 }
 
+namespace {
+
+/** cpu_kernels::rms_norm with cpu_kernels::rms_norm_backward as its gradient. */
+class TrainableRmsNorm : public torch::autograd::Function<TrainableRmsNorm> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["eps"] = eps;
+    return cpu_kernels::rms_norm(x, weight, eps);
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    auto [grad_x, grad_weight] = cpu_kernels::rms_norm_backward(saved[0], saved[1], grads[0], ctx->saved_data["eps"].toDouble());
+    return {grad_x, grad_weight, torch::Tensor()};
+  }
+};
+
+/**
+ * q, k and v of the stacked product qkv [B, L, H + 2 KV, D] as the attention kernel reads them:
+ * q [B, L, H, D] and k [B, KV, L, D] rotated (cpu_kernels::rotate_), v [B, KV, L, D], each
+ * contiguous. The gradient is one tensor shaped like qkv, written once: the transposes back and
+ * the inverse rotation, by -sin (RoPE's sin table repeats across a head's two halves).
+ */
+class TrainableQkv : public torch::autograd::Function<TrainableQkv> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv, const torch::Tensor& cos,
+                                                const torch::Tensor& sin, int64_t heads, int64_t kv_heads) {
+    ctx->save_for_backward({cos, sin});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["kv_heads"] = kv_heads;
+    torch::Tensor q = qkv.narrow(2, 0, heads).clone(torch::MemoryFormat::Contiguous);
+    torch::Tensor k = qkv.narrow(2, heads, kv_heads).clone(torch::MemoryFormat::Contiguous);
+    cpu_kernels::rotate_(q, cos, sin);
+    cpu_kernels::rotate_(k, cos, sin);
+    return {q, k.transpose(1, 2).contiguous(), qkv.narrow(2, heads + kv_heads, kv_heads).transpose(1, 2).contiguous()};
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const int64_t heads = ctx->saved_data["heads"].toInt(), kv_heads = ctx->saved_data["kv_heads"].toInt();
+    const torch::Tensor& cos = saved[0];
+    const int64_t batch = cos.size(0), length = cos.size(2), dim = cos.size(3);
+    torch::Tensor grad = torch::empty({batch, length, heads + 2 * kv_heads, dim}, cos.options());
+    const int64_t first[] = {0, heads, heads + kv_heads}, count[] = {heads, kv_heads, kv_heads};
+    for (int part = 0; part < 3; ++part) {
+      torch::Tensor slice = grad.narrow(2, first[part], count[part]);
+      if (!grads[part].defined()) {
+        slice.zero_();
+      } else {
+        slice.copy_(part == 0 ? grads[part] : grads[part].transpose(1, 2));
+      }
+    }
+    cpu_kernels::rotate_(grad.narrow(2, 0, heads + kv_heads), cos, saved[1].neg());
+    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+/** cpu_kernels::silu_gate with cpu_kernels::silu_gate_backward as its gradient. */
+class TrainableSiluGate : public torch::autograd::Function<TrainableSiluGate> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gate_up) {
+    ctx->save_for_backward({gate_up});
+    return cpu_kernels::silu_gate(gate_up);
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+    return {cpu_kernels::silu_gate_backward(ctx->get_saved_variables()[0], grads[0])};
+  }
+};
+
+}  // namespace
+
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  if (cpu_kernels::applies(x)) return cpu_kernels::rms_norm(x, weight, eps_);
+  if (cpu_kernels::supports(x)) {
+    return torch::GradMode::is_enabled() ? TrainableRmsNorm::apply(x, weight, eps_) : cpu_kernels::rms_norm(x, weight, eps_);
+  }
   const torch::Tensor x32 = x.to(torch::kFloat32);
   const torch::Tensor normed = x32 * torch::rsqrt(x32.pow(2).mean(-1, true) + eps_);
   return normed.to(x.scalar_type()) * weight;
@@ -265,20 +345,26 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
   const int64_t batch = x.size(0), steps = x.size(1);
   const int64_t length = queries > 0 && queries < steps ? queries : steps;  // the querying positions: the last `length`
   const torch::Tensor residual = residual_in.narrow(1, steps - length, length);
-  // Fused: the CPU kernels outside autograd, q, k and v from one stacked product (no gradient reaches
-  // its stacked weights). Under autograd the projections and rotation are torch's.
-  const bool fused = cpu_kernels::applies(x) && !mask.additive.defined();
+  // Float32 on the CPU: the fused kernels, q, k and v from one stacked product whose columns are
+  // views of its rows; under autograd each kernel with its backward. Elsewhere torch's expressions.
+  const bool fused = cpu_kernels::supports(x) && !mask.additive.defined();
+  const bool training = torch::GradMode::is_enabled();
   torch::Tensor q, k, v;
-  if (fused) {  // one product for q, k and v; their columns are views of its rows
+  if (fused) {
     const auto [weight, bias] = qkv_->get({q_proj, k_proj, v_proj});
     const torch::Tensor qkv = torch::addmm(bias, x.reshape({batch * steps, x.size(2)}), weight.t())
                                   .view({batch, steps, heads_ + 2 * kv_heads_, head_dim_});
-    q = qkv.narrow(2, 0, heads_);
-    k = qkv.narrow(2, heads_, kv_heads_);
-    v = qkv.narrow(2, heads_ + kv_heads_, kv_heads_).transpose(1, 2);
-    cpu_kernels::rotate_(q, cos, sin);
-    cpu_kernels::rotate_(k, cos, sin);
-    k = k.transpose(1, 2);
+    if (training) {
+      const torch::autograd::variable_list parts = TrainableQkv::apply(qkv, cos, sin, heads_, kv_heads_);
+      q = parts[0], k = parts[1], v = parts[2];
+    } else {  // rotated in place, q and k (and v) views of the product
+      q = qkv.narrow(2, 0, heads_);
+      k = qkv.narrow(2, heads_, kv_heads_);
+      v = qkv.narrow(2, heads_ + kv_heads_, kv_heads_).transpose(1, 2);
+      cpu_kernels::rotate_(q, cos, sin);
+      cpu_kernels::rotate_(k, cos, sin);
+      k = k.transpose(1, 2);
+    }
     if (length < steps) q = q.narrow(1, steps - length, length).contiguous();  // the kernel reads equally spaced rows
   } else {
     const torch::Tensor x_queries = x.narrow(1, steps - length, length);
@@ -290,14 +376,11 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
   }
   if (cache) std::tie(k, v) = cache->append(layer, k, v);
   if (fused) {
-    const torch::Tensor out = cpu_kernels::attention(q, k, v, mask.key_mask);
+    const torch::Tensor out = training ? trainable_attention(q, k, v, mask.key_mask) : cpu_kernels::attention(q, k, v, mask.key_mask);
     return torch::addmm(residual.reshape({batch * length, -1}), out.view({batch * length, -1}), o_proj->weight.t())
         .view(residual.sizes());
   }
-  // No additive mask: float32 on the CPU under autograd, the kernel with its backward.
-  const torch::Tensor out = mask.additive.defined() ? masked_attention(q, k, v, query_rows(mask.additive, batch, length))
-                                                    : trainable_attention(q.transpose(1, 2), k, v, mask.key_mask);
-  return residual + o_proj(out);
+  return residual + o_proj(masked_attention(q, k, v, query_rows(mask.additive, batch, length)));
 }
 
 Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
@@ -308,12 +391,16 @@ Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
 }
 
 torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
-  if (cpu_kernels::applies(x)) {
+  if (cpu_kernels::supports(x)) {
+    const torch::Tensor gate_up = gate_up_->get({gate_proj, up_proj}).first;
+    const torch::Tensor rows = x.reshape({-1, x.size(-1)}), residual_rows = residual.reshape({-1, residual.size(-1)});
+    if (torch::GradMode::is_enabled()) {  // training: the same products in one chunk, the gate's backward kernel
+      return torch::addmm(residual_rows, TrainableSiluGate::apply(torch::mm(rows, gate_up.t())), down_proj->weight.t())
+          .view(residual.sizes());
+    }
     // Gate and up in one product, over row chunks small enough that the [rows, 2m] intermediate
     // stays in cache between the three products (about 15% faster for the tiny preset). Where
     // such a chunk would be under 256 rows (wide MLPs) the whole batch goes in one product.
-    const torch::Tensor gate_up = gate_up_->get({gate_proj, up_proj}).first;
-    const torch::Tensor rows = x.reshape({-1, x.size(-1)}), residual_rows = residual.reshape({-1, residual.size(-1)});
     torch::Tensor out = torch::empty_like(residual_rows);
     constexpr int64_t kCachedBytes = int64_t{2} << 20, kMinChunkRows = 256;
     const int64_t cached_rows = kCachedBytes / (gate_up.size(0) * int64_t{sizeof(float)});
@@ -450,7 +537,7 @@ torch::Tensor Qwen2ModelImpl::run(const torch::Tensor& ids, const torch::Tensor&
   // Query i (absolute index past + i) sees key j <= past + i that is a real token. The fused CPU
   // kernels read that rule from key_mask; the torch path needs it spelt out per head.
   AttentionMask mask{key_mask, {}};
-  if (!cpu_kernels::attention_applies(h)) mask.additive = additive_mask(key_mask, past, config_.num_attention_heads, h.scalar_type());
+  if (!cpu_kernels::supports(h)) mask.additive = additive_mask(key_mask, past, config_.num_attention_heads, h.scalar_type());
   const size_t layers = model->layers->size();
   for (size_t i = 0; i < layers; ++i) {
     h = model->layers[i]->as<Qwen2DecoderLayerImpl>()->forward(h, cos, sin, mask, cache, i, i + 1 == layers ? keep_last : 0);
