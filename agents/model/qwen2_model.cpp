@@ -241,18 +241,6 @@ class TrainableQkv : public torch::autograd::Function<TrainableQkv> {
   }
 };
 
-/** cpu_kernels::silu_gate with cpu_kernels::silu_gate_backward as its gradient. */
-class TrainableSiluGate : public torch::autograd::Function<TrainableSiluGate> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gate_up) {
-    ctx->save_for_backward({gate_up});
-    return cpu_kernels::silu_gate(gate_up);
-  }
-  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
-    return {cpu_kernels::silu_gate_backward(ctx->get_saved_variables()[0], grads[0])};
-  }
-};
-
 }  // namespace
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
@@ -390,27 +378,76 @@ Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
   down_proj = register_module("down_proj", torch::nn::Linear(torch::nn::LinearOptions(m, h).bias(false)));
 }
 
+namespace {
+
+/** Rows per chunk of the MLP's products: few enough that a chunk's [rows, 2m] gate and up product
+ *  stays in cache between them (about 15% faster for the tiny preset), or the whole batch where such
+ *  a chunk would be under 256 rows (wide MLPs). */
+int64_t mlp_chunk_rows(int64_t rows, int64_t gate_up_width) {
+  constexpr int64_t kCachedBytes = int64_t{2} << 20, kMinChunkRows = 256;
+  const int64_t cached_rows = kCachedBytes / (gate_up_width * int64_t{sizeof(float)});
+  return cached_rows >= kMinChunkRows ? cached_rows : std::max<int64_t>(rows, 1);
+}
+
+/** residual + silu_gate(x gate_up^T) down^T, chunk by chunk of rows; `kept` [rows, 2m], where
+ *  given, receives the gate and up product (the backward's input). */
+torch::Tensor mlp_chunks(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& gate_up,
+                         const torch::Tensor& down, torch::Tensor* kept) {
+  torch::Tensor out = torch::empty_like(residual);
+  const int64_t rows = x.size(0), chunk = mlp_chunk_rows(rows, gate_up.size(0));
+  for (int64_t first = 0; first < rows; first += chunk) {
+    const int64_t n = std::min(chunk, rows - first);
+    torch::Tensor product;
+    if (kept) {
+      product = kept->narrow(0, first, n);
+      torch::mm_out(product, x.narrow(0, first, n), gate_up.t());
+    } else {
+      product = torch::mm(x.narrow(0, first, n), gate_up.t());
+    }
+    torch::Tensor part = out.narrow(0, first, n);
+    torch::addmm_out(part, residual.narrow(0, first, n), cpu_kernels::silu_gate(product), down.t());
+  }
+  return out;
+}
+
+/** mlp_chunks under autograd: the backward goes chunk by chunk too, the gate's activation computed
+ *  again from the kept product rather than stored. */
+class TrainableMlp : public torch::autograd::Function<TrainableMlp> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& residual,
+                               const torch::Tensor& gate_up, const torch::Tensor& down) {
+    torch::Tensor kept = torch::empty({x.size(0), gate_up.size(0)}, x.options());
+    torch::Tensor out = mlp_chunks(x, residual, gate_up, down, &kept);
+    ctx->save_for_backward({x, gate_up, down, kept});
+    return out;
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &gate_up = saved[1], &down = saved[2], &kept = saved[3];
+    const torch::Tensor grad_out = grads[0].contiguous();
+    torch::Tensor grad_x = torch::empty_like(x), grad_gate_up = torch::zeros_like(gate_up), grad_down = torch::zeros_like(down);
+    const int64_t rows = x.size(0), chunk = mlp_chunk_rows(rows, gate_up.size(0));
+    for (int64_t first = 0; first < rows; first += chunk) {
+      const int64_t n = std::min(chunk, rows - first);
+      const torch::Tensor g = grad_out.narrow(0, first, n), product = kept.narrow(0, first, n), x_part = x.narrow(0, first, n);
+      grad_down.addmm_(g.t(), cpu_kernels::silu_gate(product));
+      const torch::Tensor grad_product = cpu_kernels::silu_gate_backward(product, torch::mm(g, down));
+      grad_gate_up.addmm_(grad_product.t(), x_part);
+      torch::Tensor grad_x_part = grad_x.narrow(0, first, n);
+      torch::mm_out(grad_x_part, grad_product, gate_up);
+    }
+    return {grad_x, grads[0], grad_gate_up, grad_down};
+  }
+};
+
+}  // namespace
+
 torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
   if (cpu_kernels::supports(x)) {
     const torch::Tensor gate_up = gate_up_->get({gate_proj, up_proj}).first;
     const torch::Tensor rows = x.reshape({-1, x.size(-1)}), residual_rows = residual.reshape({-1, residual.size(-1)});
-    if (torch::GradMode::is_enabled()) {  // training: the same products in one chunk, the gate's backward kernel
-      return torch::addmm(residual_rows, TrainableSiluGate::apply(torch::mm(rows, gate_up.t())), down_proj->weight.t())
-          .view(residual.sizes());
-    }
-    // Gate and up in one product, over row chunks small enough that the [rows, 2m] intermediate
-    // stays in cache between the three products (about 15% faster for the tiny preset). Where
-    // such a chunk would be under 256 rows (wide MLPs) the whole batch goes in one product.
-    torch::Tensor out = torch::empty_like(residual_rows);
-    constexpr int64_t kCachedBytes = int64_t{2} << 20, kMinChunkRows = 256;
-    const int64_t cached_rows = kCachedBytes / (gate_up.size(0) * int64_t{sizeof(float)});
-    const int64_t chunk = cached_rows >= kMinChunkRows ? cached_rows : rows.size(0);
-    for (int64_t first = 0; first < rows.size(0); first += chunk) {
-      const int64_t n = std::min(chunk, rows.size(0) - first);
-      torch::Tensor part = out.narrow(0, first, n);
-      torch::addmm_out(part, residual_rows.narrow(0, first, n),
-                       cpu_kernels::silu_gate(torch::mm(rows.narrow(0, first, n), gate_up.t())), down_proj->weight.t());
-    }
+    const torch::Tensor out = torch::GradMode::is_enabled() ? TrainableMlp::apply(rows, residual_rows, gate_up, down_proj->weight)
+                                                            : mlp_chunks(rows, residual_rows, gate_up, down_proj->weight, nullptr);
     return out.view(residual.sizes());
   }
   return residual + down_proj(torch::silu(gate_proj(x)) * up_proj(x));
