@@ -381,10 +381,11 @@ Qwen2MLPImpl::Qwen2MLPImpl(const ModelConfig& config) {
 namespace {
 
 /** Rows per chunk of the MLP's products: few enough that a chunk's [rows, 2m] gate and up product
- *  stays in cache between them (about 15% faster for the tiny preset), or the whole batch where such
- *  a chunk would be under 256 rows (wide MLPs). */
+ *  stays in cache between them (for the tiny preset about 15% off the forward, and 1 MiB rather
+ *  than 2 another 4% off the update), or the whole batch where such a chunk would be under 256
+ *  rows (wide MLPs). */
 int64_t mlp_chunk_rows(int64_t rows, int64_t gate_up_width) {
-  constexpr int64_t kCachedBytes = int64_t{2} << 20, kMinChunkRows = 256;
+  constexpr int64_t kCachedBytes = int64_t{1} << 20, kMinChunkRows = 256;
   const int64_t cached_rows = kCachedBytes / (gate_up_width * int64_t{sizeof(float)});
   return cached_rows >= kMinChunkRows ? cached_rows : std::max<int64_t>(rows, 1);
 }
