@@ -235,51 +235,64 @@ TEST_CASE("fused attention: the same split over threads as on one, and equal to 
 
 TEST_CASE("trainable attention: gradients equal autograd through a plain softmax; the model trains through it") {
   torch::manual_seed(7);
-  // GQA and plain heads; head sizes 16, 12 (no vector width divides it) and 64; a cached prefix
-  // (total > length); row 0 left-padded so that its first queries see no key at all.
+  // GQA and plain heads; head sizes 16, 12 (no vector width divides it) and 64; only the last
+  // positions querying (length < total); row 0 left-padded so that its first queries see no key at all.
   for (const auto& [heads, kv_heads, dim, length, total] :
        {std::tuple{4, 2, 16, 37, 37}, std::tuple{2, 2, 12, 20, 29}, std::tuple{4, 1, 64, 24, 24}}) {
     INFO("heads " << heads << ", kv heads " << kv_heads << ", dim " << dim << ", length " << length << ", total " << total);
     const int64_t batch = 3;
-    const torch::Tensor q = torch::randn({batch, length, heads, dim}).requires_grad_();
-    const torch::Tensor k = torch::randn({batch, kv_heads, total, dim}).requires_grad_();
-    const torch::Tensor v = torch::randn({batch, kv_heads, total, dim}).requires_grad_();
+    const torch::Tensor qkv = torch::randn({batch, total, heads + 2 * kv_heads, dim}).requires_grad_();
+    // Rotary tables as RoPE's: the same angles for a head's two halves.
+    const torch::Tensor angles = torch::rand({batch, 1, total, dim / 2}) * 6.0;
+    const torch::Tensor cos = angles.cos().repeat({1, 1, 1, 2}), sin = angles.sin().repeat({1, 1, 1, 2});
     torch::Tensor key_mask = torch::ones({batch, total}, torch::kBool);
     key_mask[0].narrow(0, 0, total - length + 5).fill_(false);
     key_mask[2].narrow(0, 3, 4).fill_(false);
     const torch::Tensor grad_out = torch::randn({batch, length, heads * dim});
 
-    const torch::Tensor fused = trainable_attention(q, k, v, key_mask);
-    const auto fused_grads = torch::autograd::grad({fused}, {q, k, v}, {grad_out});
+    const torch::Tensor fused = trainable_attention(qkv, cos, sin, key_mask, heads, kv_heads, length);
+    const torch::Tensor fused_grad = torch::autograd::grad({fused}, {qkv}, {grad_out})[0];
 
+    const auto rotate = [&](const torch::Tensor& x) {  // x [B, H, T, D]
+      const torch::Tensor turned = torch::cat({-x.narrow(-1, dim / 2, dim / 2), x.narrow(-1, 0, dim / 2)}, -1);
+      return x * cos + turned * sin;
+    };
+    const torch::Tensor q = rotate(qkv.narrow(2, 0, heads).transpose(1, 2)).narrow(2, total - length, length);
+    const torch::Tensor k = rotate(qkv.narrow(2, heads, kv_heads).transpose(1, 2));
+    const torch::Tensor v = qkv.narrow(2, heads + kv_heads, kv_heads).transpose(1, 2);
     const torch::Tensor query_index = torch::arange(total - length, total).view({length, 1});
     const torch::Tensor visible = (torch::arange(total).view({1, total}) <= query_index).view({1, 1, length, total}) &
                                   key_mask.view({batch, 1, 1, total});
-    const torch::Tensor scores = torch::matmul(q.transpose(1, 2), k.repeat_interleave(heads / kv_heads, 1).transpose(2, 3)) /
+    const torch::Tensor scores = torch::matmul(q, k.repeat_interleave(heads / kv_heads, 1).transpose(2, 3)) /
                                  std::sqrt(static_cast<double>(dim));
     // A row that sees no key: zeros, as the kernel (softmax over all -inf would be NaN).
     const torch::Tensor sees_any = visible.any(-1, true);
     const torch::Tensor probs = torch::softmax(scores.masked_fill(visible.logical_not(), -1e30), -1) * sees_any;
     const torch::Tensor expected =
         torch::matmul(probs, v.repeat_interleave(heads / kv_heads, 1)).transpose(1, 2).reshape({batch, length, heads * dim});
-    const auto expected_grads = torch::autograd::grad({expected}, {q, k, v}, {grad_out});
+    const torch::Tensor expected_grad = torch::autograd::grad({expected}, {qkv}, {grad_out})[0];
 
     CHECK((fused - expected).abs().max().item<double>() < 1e-5);
     const std::string names[] = {"q", "k", "v"};
+    const int64_t first[] = {0, heads, heads + kv_heads}, count[] = {heads, kv_heads, kv_heads};
     for (size_t i = 0; i < 3; ++i) {
       INFO("gradient of " << names[i]);
-      CHECK(expected_grads[i].abs().max().item<double>() > 0.1);
-      CHECK((fused_grads[i] - expected_grads[i]).abs().max().item<double>() < 2e-5);
+      const torch::Tensor want = expected_grad.narrow(2, first[i], count[i]), got = fused_grad.narrow(2, first[i], count[i]);
+      CHECK(want.abs().max().item<double>() > 0.1);
+      CHECK((got - want).abs().max().item<double>() < 2e-5);
     }
-    // The rows that see nothing get no gradient.
-    CHECK(fused_grads[0][0].narrow(0, 0, 4).abs().max().item<double>() == 0.0);
+    // The rows that see nothing, and the positions that query nothing, get no gradient.
+    CHECK(fused_grad[0].narrow(0, total - length, 4).narrow(1, 0, heads).abs().max().item<double>() == 0.0);
+    if (length < total) CHECK(fused_grad.narrow(1, 0, total - length).narrow(2, 0, heads).abs().max().item<double>() == 0.0);
   }
 
   // The model's parameter gradients through the kernels equal those of the torch path (a float64
   // copy: the kernels take float32 only) on a left-padded batch: hidden sizes with and without a
-  // vector width dividing them (head size 12, MLP 52), every position and only the last 7 queried.
-  for (const auto& [hidden, heads, kv_heads, mlp, keep_last] : {std::tuple{64, 4, 2, 96, 0}, std::tuple{36, 3, 1, 52, 7}}) {
-    INFO("hidden " << hidden << ", heads " << heads << ", mlp " << mlp << ", keep_last " << keep_last);
+  // vector width dividing them (head size 12, MLP 52), every position and only the last 7 queried,
+  // and a batch of more rows than one chunk of the MLP's and RMSNorm's backward takes.
+  for (const auto& [hidden, heads, kv_heads, mlp, keep_last, batch] :
+       {std::tuple{64, 4, 2, 96, 0, 4}, std::tuple{36, 3, 1, 52, 7, 4}, std::tuple{64, 4, 2, 512, 0, 24}}) {
+    INFO("hidden " << hidden << ", heads " << heads << ", mlp " << mlp << ", keep_last " << keep_last << ", batch " << batch);
     const ModelConfig config = small_config(hidden, heads, kv_heads, mlp);
     Qwen2Model model(config, false), reference(config, false);
     {
@@ -288,12 +301,12 @@ TEST_CASE("trainable attention: gradients equal autograd through a plain softmax
       for (size_t i = 0; i < model->parameters().size(); ++i) reference->parameters()[i].copy_(model->parameters()[i]);
     }
     reference->to(torch::kFloat64);
-    const torch::Tensor ids = torch::randint(config.vocab_size, {4, 30}, torch::kInt64);
-    torch::Tensor mask = torch::ones({4, 30}, torch::kBool);
+    const torch::Tensor ids = torch::randint(config.vocab_size, {batch, 30}, torch::kInt64);
+    torch::Tensor mask = torch::ones({batch, 30}, torch::kBool);
     mask[1].narrow(0, 0, 9).fill_(false);
     const torch::Tensor positions = (mask.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
     const int64_t queried = keep_last > 0 ? keep_last : 30;
-    const torch::Tensor weights = torch::randn({4, queried, config.vocab_size}) * mask.narrow(1, 30 - queried, queried).unsqueeze(-1);
+    const torch::Tensor weights = torch::randn({batch, queried, config.vocab_size}) * mask.narrow(1, 30 - queried, queried).unsqueeze(-1);
     (model->logits(model->forward(ids, positions, mask, nullptr, keep_last)) * weights).sum().backward();
     (reference->logits(reference->forward(ids, positions, mask, nullptr, keep_last)) * weights).sum().backward();
     for (size_t i = 0; i < model->parameters().size(); ++i) {

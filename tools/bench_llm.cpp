@@ -123,24 +123,31 @@ ModelFigures measure_model(const agents::ModelConfig& config, int batch, int len
   return figures;
 }
 
-/** Training attention (forward and backward, autograd on) of the tiny preset's heads over a PPO
- *  mini-batch of BabaIsAI-length prompts, some left-padded: the CPU kernel with its backward against
- *  the torch expressions (mask spelt out per head, math softmax), timed turn about. Returns seconds. */
+/** Training attention (forward and backward, autograd on, the rotation included) of the tiny preset's
+ *  heads over a PPO mini-batch of BabaIsAI-length prompts, some left-padded: the CPU kernels with
+ *  their backward against the torch expressions (mask spelt out per head, math softmax), timed
+ *  turn about. Returns seconds. */
 std::pair<double, double> measure_training_attention(int64_t batch, int64_t length) {
   const agents::ModelConfig config = agents::preset_config("tiny");
   const int64_t heads = config.num_attention_heads, kv_heads = config.num_key_value_heads, dim = config.head_dim();
-  const torch::Tensor q = torch::randn({batch, length, heads, dim}).requires_grad_();
-  const torch::Tensor k = torch::randn({batch, kv_heads, length, dim}).requires_grad_();
-  const torch::Tensor v = torch::randn({batch, kv_heads, length, dim}).requires_grad_();
-  const torch::Tensor q_heads_first = q.detach().transpose(1, 2).contiguous().requires_grad_();
+  const torch::Tensor qkv = torch::randn({batch, length, heads + 2 * kv_heads, dim}).requires_grad_();
+  const torch::Tensor angles = torch::rand({batch, 1, length, dim / 2});
+  const torch::Tensor cos = angles.cos().repeat({1, 1, 1, 2}), sin = angles.sin().repeat({1, 1, 1, 2});
   torch::Tensor key_mask = torch::ones({batch, length}, torch::kBool);
   for (int64_t b = 0; b < batch; ++b) key_mask[b].narrow(0, 0, b * length / (4 * batch)).fill_(false);
   const torch::Tensor grad_out = torch::randn({batch, length, heads * dim});
+  const auto rotate = [&](const torch::Tensor& x) {  // x [B, H, L, D]
+    return x * cos + torch::cat({-x.narrow(-1, dim / 2, dim / 2), x.narrow(-1, 0, dim / 2)}, -1) * sin;
+  };
   const std::vector<double> seconds = best_seconds_side_by_side(
-      {[&] { torch::autograd::grad({agents::trainable_attention(q, k, v, key_mask)}, {q, k, v}, {grad_out}); },
+      {[&] {
+         torch::autograd::grad({agents::trainable_attention(qkv, cos, sin, key_mask, heads, kv_heads, length)}, {qkv}, {grad_out});
+       },
        [&] {
          const torch::Tensor additive = agents::additive_mask(key_mask, 0, heads, torch::kFloat32);
-         torch::autograd::grad({agents::masked_attention(q_heads_first, k, v, additive)}, {q_heads_first, k, v}, {grad_out});
+         const torch::Tensor q = rotate(qkv.narrow(2, 0, heads).transpose(1, 2)), k = rotate(qkv.narrow(2, heads, kv_heads).transpose(1, 2));
+         const torch::Tensor v = qkv.narrow(2, heads + kv_heads, kv_heads).transpose(1, 2);
+         torch::autograd::grad({agents::masked_attention(q, k, v, additive)}, {qkv}, {grad_out});
        }},
       3, kTimingBudgetSeconds);
   return {seconds[0], seconds[1]};

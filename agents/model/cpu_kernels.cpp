@@ -379,14 +379,16 @@ template <int Lanes>
 /** The gradients of one group's attention: as Group, plus the output's gradient in and the q, k and v
  *  gradients out (k and v rows contiguous: key t at k + t * dim). */
 struct GradGroup {
-  const float* q;  // query i of head h at q + i * row_stride + h * dim (grad_out and grad_q likewise)
-  const float* grad_out;
+  const float* q;  // query i of head h at q + i * q_row_stride + h * dim (grad_q likewise)
   float* grad_q;
-  int64_t row_stride;
-  const float* k;
+  int64_t q_row_stride;
+  const float* grad_out;  // at grad_out + i * out_row_stride + h * dim
+  int64_t out_row_stride;
+  const float* k;  // key t at k + t * k_row_stride (grad_k likewise; v and grad_v with v_row_stride)
   const float* v;
   float* grad_k;
   float* grad_v;
+  int64_t k_row_stride, v_row_stride;
   const bool* key_mask;
   int64_t length, total, heads, dim;
 };
@@ -449,10 +451,10 @@ template <int Lanes, int Rows>
   float visible[Rows];  // the row sees keys [0, visible)
   int64_t blocks = 0;
   for (int r = 0; r < Rows; ++r) {
-    const int64_t i = (first + r) / g.heads, offset = i * g.row_stride + (first + r) % g.heads * dim;
-    q[r] = g.q + offset;
-    grad_out[r] = g.grad_out + offset;
-    grad_q[r] = g.grad_q + offset;
+    const int64_t i = (first + r) / g.heads, head_offset = (first + r) % g.heads * dim;
+    q[r] = g.q + i * g.q_row_stride + head_offset;
+    grad_q[r] = g.grad_q + i * g.q_row_stride + head_offset;
+    grad_out[r] = g.grad_out + i * g.out_row_stride + head_offset;
     visible[r] = static_cast<float>(past + i + 1);
     blocks = std::max(blocks, (past + i + Lanes) / Lanes);
   }
@@ -519,8 +521,8 @@ template <int Lanes>
   float* const bias = grad_values_t + dim * keys;
   float* const probs = bias + keys;
   std::fill(keys_t, bias, 0.0f);
-  transpose_rows(g.k, dim, g.total, dim, keys, keys_t);
-  transpose_rows(g.v, dim, g.total, dim, keys, values_t);
+  transpose_rows(g.k, g.k_row_stride, g.total, dim, keys, keys_t);
+  transpose_rows(g.v, g.v_row_stride, g.total, dim, keys, values_t);
   key_bias(g.key_mask, g.total, keys, bias);
   const GradScratch s{keys_t, values_t, grad_keys_t, grad_values_t, bias, probs, probs + kMaxTileRows * keys, keys};
   constexpr int kWide = Lanes == 16 ? 8 : 4;
@@ -531,8 +533,8 @@ template <int Lanes>
   for (; first < rows; ++first) attend_backward_tile<Lanes, 1>(g, s, first);
   for (int64_t t = 0; t < g.total; ++t) {
     for (int64_t d = 0; d < dim; ++d) {
-      g.grad_k[t * dim + d] = grad_keys_t[d * keys + t];
-      g.grad_v[t * dim + d] = grad_values_t[d * keys + t];
+      g.grad_k[t * g.k_row_stride + d] = grad_keys_t[d * keys + t];
+      g.grad_v[t * g.v_row_stride + d] = grad_values_t[d * keys + t];
     }
   }
 }
@@ -603,6 +605,12 @@ const KernelSet& kernels() {
 }
 
 // Rows of [B, L, heads, D] views: heads contiguous, the B * L position rows equally spaced.
+// Each position's heads side by side (rows may be spaced as they like); a size-1 dimension's stride
+// is arbitrary, so it is not checked.
+bool heads_contiguous(const at::Tensor& x) {
+  return x.dim() == 4 && (x.size(3) == 1 || x.stride(3) == 1) && (x.size(2) == 1 || x.stride(2) == x.size(3));
+}
+
 bool equally_spaced_rows(const at::Tensor& x) {
   return x.dim() == 4 && x.stride(3) == 1 && x.stride(2) == x.size(3) && x.stride(0) == x.size(1) * x.stride(1);
 }
@@ -758,10 +766,9 @@ void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask) {
   const int64_t batch = q.size(0), length = q.size(1), heads = q.size(2), dim = q.size(3);
   const int64_t kv_heads = k.size(1), total = k.size(2);
-  // A contiguous q of one position may report any stride for it; its batch stride is still right.
-  TORCH_CHECK((q.is_contiguous() || equally_spaced_rows(q)) && k.sizes() == v.sizes() && k.size(0) == batch && k.size(3) == dim &&
-                  heads % kv_heads == 0 && total >= length,
-              "attention: q [B, L, H, D] with equally spaced rows, k and v [B, KV, T, D]");
+  TORCH_CHECK(heads_contiguous(q) && k.sizes() == v.sizes() && k.size(0) == batch && k.size(3) == dim && heads % kv_heads == 0 &&
+                  total >= length,
+              "attention: q [B, L, H, D] with contiguous heads, k and v [B, KV, T, D]");
   TORCH_CHECK(key_mask.scalar_type() == at::kBool && key_mask.sizes() == at::IntArrayRef({batch, total}),
               "attention: key_mask [B, T] bool");
   // Keys and values are read in place (views of the q/k/v product, or the cache), a row at a time.
@@ -796,33 +803,39 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   return out;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                                                  const at::Tensor& key_mask, const at::Tensor& grad_out) {
+void attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
+                        const at::Tensor& grad_out, const at::Tensor& grad_q, const at::Tensor& grad_k, const at::Tensor& grad_v) {
   const int64_t batch = q.size(0), length = q.size(1), heads = q.size(2), dim = q.size(3);
   const int64_t kv_heads = k.size(1), total = k.size(2);
-  TORCH_CHECK(q.dim() == 4 && q.is_contiguous() && k.is_contiguous() && v.is_contiguous() && k.sizes() == v.sizes() &&
-                  k.size(0) == batch && k.size(3) == dim && heads % kv_heads == 0 && total >= length,
-              "attention_backward: q [B, L, H, D], k and v [B, KV, T, D], all contiguous");
+  TORCH_CHECK(heads_contiguous(q) && k.sizes() == v.sizes() && k.size(0) == batch && k.size(3) == dim && k.stride(3) == 1 &&
+                  v.stride(3) == 1 && heads % kv_heads == 0 && total >= length,
+              "attention_backward: q [B, L, H, D] with contiguous heads, k and v [B, KV, T, D] with contiguous rows");
+  TORCH_CHECK(grad_q.sizes() == q.sizes() && grad_q.strides() == q.strides() && grad_k.sizes() == k.sizes() &&
+                  grad_k.strides() == k.strides() && grad_v.sizes() == v.sizes() && grad_v.strides() == v.strides(),
+              "attention_backward: the gradients shaped and laid out as q, k and v");
   TORCH_CHECK(key_mask.scalar_type() == at::kBool && key_mask.sizes() == at::IntArrayRef({batch, total}),
               "attention_backward: key_mask [B, T] bool");
   TORCH_CHECK(grad_out.is_contiguous() && grad_out.sizes() == at::IntArrayRef({batch, length, heads * dim}),
               "attention_backward: grad_out [B, L, H * D] contiguous");
   const at::Tensor mask = key_mask.contiguous();
-  at::Tensor grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
   const int64_t group_heads = heads / kv_heads;
   const KernelSet& chosen = kernels();
   run_groups(batch * kv_heads, 2.5 * group_heads * length * total * dim, backward_scratch_floats(dim, total),
              [&](int64_t index, float* scratch) {
-               const int64_t b = index / kv_heads, kv_head = index % kv_heads;
-               const int64_t query_at = (b * length * heads + kv_head * group_heads) * dim, key_at = (b * kv_heads + kv_head) * total * dim;
+               const int64_t b = index / kv_heads, kv_head = index % kv_heads, first_head = kv_head * group_heads;
+               const int64_t query_at = b * q.stride(0) + first_head * dim, key_at = b * k.stride(0) + kv_head * k.stride(1),
+                             value_at = b * v.stride(0) + kv_head * v.stride(1);
                const GradGroup group{q.data_ptr<float>() + query_at,
-                                     grad_out.data_ptr<float>() + query_at,
                                      grad_q.data_ptr<float>() + query_at,
+                                     q.stride(1),
+                                     grad_out.data_ptr<float>() + (b * length * heads + first_head) * dim,
                                      heads * dim,
                                      k.data_ptr<float>() + key_at,
-                                     v.data_ptr<float>() + key_at,
+                                     v.data_ptr<float>() + value_at,
                                      grad_k.data_ptr<float>() + key_at,
-                                     grad_v.data_ptr<float>() + key_at,
+                                     grad_v.data_ptr<float>() + value_at,
+                                     k.stride(2),
+                                     v.stride(2),
                                      mask.data_ptr<bool>() + b * total,
                                      length,
                                      total,
@@ -830,7 +843,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tens
                                      dim};
                chosen.attend_backward(group, scratch);
              });
-  return {grad_q, grad_k, grad_v};
 }
 
 at::Tensor silu_gate(const at::Tensor& gate_up) {

@@ -34,20 +34,22 @@ std::pair<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const a
 void rotate_(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
 /**
- * Softmax attention with grouped-query heads. q [B, L, H, D] with contiguous heads and equally
- * spaced position rows (already rotated, not scaled); k, v [B, KV, T, D] with contiguous rows, H a multiple of KV; key_mask [B, T] bool.
- * Query i (cache index T - L + i) sees key j when j <= T - L + i and key_mask[b, j]; a query that
- * sees no key gets zeros. Returns [B, L, H * D].
+ * Softmax attention with grouped-query heads. q [B, L, H, D] with each position's heads contiguous
+ * (already rotated, not scaled), k, v [B, KV, T, D] with contiguous rows, H a multiple of KV:
+ * views of one q/k/v product will do. key_mask [B, T] bool. Query i (cache index T - L + i) sees
+ * key j when j <= T - L + i and key_mask[b, j]; a query that sees no key gets zeros.
+ * Returns [B, L, H * D].
  */
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask);
 
 /**
- * The gradients of attention()'s q, k and v given its output's gradient grad_out [B, L, H * D], for
- * training: nothing of the forward is kept, each row's probabilities are computed again, so no
- * [B, H, L, T] tensor is ever made. q [B, L, H, D], k and v [B, KV, T, D], all contiguous.
+ * The gradients of attention()'s q, k and v given its output's gradient grad_out [B, L, H * D]
+ * (contiguous), written into grad_q, grad_k and grad_v, each shaped and laid out as its input
+ * (views of one tensor shaped like the q/k/v product will do). Nothing of the forward is kept:
+ * each row's probabilities are computed again, so no [B, H, L, T] tensor is ever made.
  */
-std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                                                  const at::Tensor& key_mask, const at::Tensor& grad_out);
+void attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
+                        const at::Tensor& grad_out, const at::Tensor& grad_q, const at::Tensor& grad_k, const at::Tensor& grad_v);
 
 /** silu(gate) * up for gate_up [..., 2m] holding gate then up: returns [..., m]. */
 at::Tensor silu_gate(const at::Tensor& gate_up);

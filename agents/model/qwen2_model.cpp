@@ -202,45 +202,6 @@ class TrainableRmsNorm : public torch::autograd::Function<TrainableRmsNorm> {
   }
 };
 
-/**
- * q, k and v of the stacked product qkv [B, L, H + 2 KV, D] as the attention kernel reads them:
- * q [B, L, H, D] and k [B, KV, L, D] rotated (cpu_kernels::rotate_), v [B, KV, L, D], each
- * contiguous. The gradient is one tensor shaped like qkv, written once: the transposes back and
- * the inverse rotation, by -sin (RoPE's sin table repeats across a head's two halves).
- */
-class TrainableQkv : public torch::autograd::Function<TrainableQkv> {
- public:
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv, const torch::Tensor& cos,
-                                                const torch::Tensor& sin, int64_t heads, int64_t kv_heads) {
-    ctx->save_for_backward({cos, sin});
-    ctx->saved_data["heads"] = heads;
-    ctx->saved_data["kv_heads"] = kv_heads;
-    torch::Tensor q = qkv.narrow(2, 0, heads).clone(torch::MemoryFormat::Contiguous);
-    torch::Tensor k = qkv.narrow(2, heads, kv_heads).clone(torch::MemoryFormat::Contiguous);
-    cpu_kernels::rotate_(q, cos, sin);
-    cpu_kernels::rotate_(k, cos, sin);
-    return {q, k.transpose(1, 2).contiguous(), qkv.narrow(2, heads + kv_heads, kv_heads).transpose(1, 2).contiguous()};
-  }
-  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
-    const torch::autograd::variable_list saved = ctx->get_saved_variables();
-    const int64_t heads = ctx->saved_data["heads"].toInt(), kv_heads = ctx->saved_data["kv_heads"].toInt();
-    const torch::Tensor& cos = saved[0];
-    const int64_t batch = cos.size(0), length = cos.size(2), dim = cos.size(3);
-    torch::Tensor grad = torch::empty({batch, length, heads + 2 * kv_heads, dim}, cos.options());
-    const int64_t first[] = {0, heads, heads + kv_heads}, count[] = {heads, kv_heads, kv_heads};
-    for (int part = 0; part < 3; ++part) {
-      torch::Tensor slice = grad.narrow(2, first[part], count[part]);
-      if (!grads[part].defined()) {
-        slice.zero_();
-      } else {
-        slice.copy_(part == 0 ? grads[part] : grads[part].transpose(1, 2));
-      }
-    }
-    cpu_kernels::rotate_(grad.narrow(2, 0, heads + kv_heads), cos, saved[1].neg());
-    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
-  }
-};
-
 }  // namespace
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
@@ -263,25 +224,53 @@ Qwen2AttentionImpl::Qwen2AttentionImpl(const ModelConfig& config)
 
 namespace {
 
-/** cpu_kernels::attention with cpu_kernels::attention_backward as its gradient. */
+/**
+ * Attention from the stacked product qkv: q and k rotated in one copy of it, which the kernels read
+ * in place. The backward writes q's, k's and v's gradients into one tensor shaped like qkv and
+ * rotates its q and k parts back, by -sin (RoPE's sin table repeats across a head's two halves).
+ */
 class TrainableAttention : public torch::autograd::Function<TrainableAttention> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const torch::Tensor& key_mask) {
-    ctx->save_for_backward({q, k, v, key_mask});
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv, const torch::Tensor& cos,
+                               const torch::Tensor& sin, const torch::Tensor& key_mask, int64_t heads, int64_t kv_heads,
+                               int64_t length) {
+    torch::Tensor rotated = qkv.clone(torch::MemoryFormat::Contiguous);
+    cpu_kernels::rotate_(rotated.narrow(2, 0, heads + kv_heads), cos, sin);
+    ctx->save_for_backward({rotated, cos, sin, key_mask});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["kv_heads"] = kv_heads;
+    ctx->saved_data["length"] = length;
+    const auto [q, k, v] = split_qkv(rotated, heads, kv_heads, length);
     return cpu_kernels::attention(q, k, v, key_mask);
   }
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
-    auto [grad_q, grad_k, grad_v] = cpu_kernels::attention_backward(saved[0], saved[1], saved[2], saved[3], grads[0].contiguous());
-    return {grad_q, grad_k, grad_v, torch::Tensor()};
+    const torch::Tensor &rotated = saved[0], &cos = saved[1], &sin = saved[2], &key_mask = saved[3];
+    const int64_t heads = ctx->saved_data["heads"].toInt(), kv_heads = ctx->saved_data["kv_heads"].toInt();
+    const int64_t length = ctx->saved_data["length"].toInt(), steps = rotated.size(1);
+    torch::Tensor grad = torch::empty_like(rotated);
+    grad.narrow(1, 0, steps - length).narrow(2, 0, heads).zero_();  // positions that query nothing
+    const auto [q, k, v] = split_qkv(rotated, heads, kv_heads, length);
+    const auto [grad_q, grad_k, grad_v] = split_qkv(grad, heads, kv_heads, length);
+    cpu_kernels::attention_backward(q, k, v, key_mask, grads[0].contiguous(), grad_q, grad_k, grad_v);
+    cpu_kernels::rotate_(grad.narrow(2, 0, heads + kv_heads), cos, sin.neg());
+    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+
+ private:
+  /** Views of qkv [B, T, H + 2 KV, D]: q of the last `length` positions [B, length, H, D], k and v [B, KV, T, D]. */
+  static std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_qkv(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads,
+                                                                         int64_t length) {
+    return {qkv.narrow(2, 0, heads).narrow(1, qkv.size(1) - length, length), qkv.narrow(2, heads, kv_heads).transpose(1, 2),
+            qkv.narrow(2, heads + kv_heads, kv_heads).transpose(1, 2)};
   }
 };
 
 }  // namespace
 
-torch::Tensor trainable_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_mask) {
-  return TrainableAttention::apply(q.contiguous(), k.contiguous(), v.contiguous(), key_mask);
+torch::Tensor trainable_attention(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
+                                  const torch::Tensor& key_mask, int64_t heads, int64_t kv_heads, int64_t length) {
+  return TrainableAttention::apply(qkv, cos, sin, key_mask, heads, kv_heads, length);
 }
 
 torch::Tensor additive_mask(const torch::Tensor& key_mask, int64_t past, int64_t heads, torch::ScalarType dtype) {
@@ -334,40 +323,31 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
   const int64_t length = queries > 0 && queries < steps ? queries : steps;  // the querying positions: the last `length`
   const torch::Tensor residual = residual_in.narrow(1, steps - length, length);
   // Float32 on the CPU: the fused kernels, q, k and v from one stacked product whose columns are
-  // views of its rows; under autograd each kernel with its backward. Elsewhere torch's expressions.
-  const bool fused = cpu_kernels::supports(x) && !mask.additive.defined();
-  const bool training = torch::GradMode::is_enabled();
-  torch::Tensor q, k, v;
-  if (fused) {
+  // views of its rows; under autograd the kernels with their backward. Elsewhere torch's expressions.
+  if (cpu_kernels::supports(x) && !mask.additive.defined()) {
     const auto [weight, bias] = qkv_->get({q_proj, k_proj, v_proj});
     const torch::Tensor qkv = torch::addmm(bias, x.reshape({batch * steps, x.size(2)}), weight.t())
                                   .view({batch, steps, heads_ + 2 * kv_heads_, head_dim_});
-    if (training) {
-      const torch::autograd::variable_list parts = TrainableQkv::apply(qkv, cos, sin, heads_, kv_heads_);
-      q = parts[0], k = parts[1], v = parts[2];
-    } else {  // rotated in place, q and k (and v) views of the product
-      q = qkv.narrow(2, 0, heads_);
-      k = qkv.narrow(2, heads_, kv_heads_);
-      v = qkv.narrow(2, heads_ + kv_heads_, kv_heads_).transpose(1, 2);
-      cpu_kernels::rotate_(q, cos, sin);
-      cpu_kernels::rotate_(k, cos, sin);
-      k = k.transpose(1, 2);
+    torch::Tensor out;
+    if (torch::GradMode::is_enabled()) {
+      TORCH_CHECK(!cache, "the CPU kernels train without a KV cache");
+      out = trainable_attention(qkv, cos, sin, mask.key_mask, heads_, kv_heads_, length);
+    } else {  // rotated in place
+      cpu_kernels::rotate_(qkv.narrow(2, 0, heads_ + kv_heads_), cos, sin);
+      torch::Tensor k = qkv.narrow(2, heads_, kv_heads_).transpose(1, 2), v = qkv.narrow(2, heads_ + kv_heads_, kv_heads_).transpose(1, 2);
+      if (cache) std::tie(k, v) = cache->append(layer, k, v);
+      out = cpu_kernels::attention(qkv.narrow(2, 0, heads_).narrow(1, steps - length, length), k, v, mask.key_mask);
     }
-    if (length < steps) q = q.narrow(1, steps - length, length).contiguous();  // the kernel reads equally spaced rows
-  } else {
-    const torch::Tensor x_queries = x.narrow(1, steps - length, length);
-    q = q_proj(x_queries).view({batch, length, heads_, head_dim_}).transpose(1, 2);
-    k = k_proj(x).view({batch, steps, kv_heads_, head_dim_}).transpose(1, 2);
-    v = v_proj(x).view({batch, steps, kv_heads_, head_dim_}).transpose(1, 2);
-    q = q * cos.narrow(2, steps - length, length) + rotate_half(q) * sin.narrow(2, steps - length, length);  // cos/sin: [B, 1, L, D]
-    k = k * cos + rotate_half(k) * sin;
-  }
-  if (cache) std::tie(k, v) = cache->append(layer, k, v);
-  if (fused) {
-    const torch::Tensor out = training ? trainable_attention(q, k, v, mask.key_mask) : cpu_kernels::attention(q, k, v, mask.key_mask);
     return torch::addmm(residual.reshape({batch * length, -1}), out.view({batch * length, -1}), o_proj->weight.t())
         .view(residual.sizes());
   }
+  const torch::Tensor x_queries = x.narrow(1, steps - length, length);
+  torch::Tensor q = q_proj(x_queries).view({batch, length, heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor k = k_proj(x).view({batch, steps, kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor v = v_proj(x).view({batch, steps, kv_heads_, head_dim_}).transpose(1, 2);
+  q = q * cos.narrow(2, steps - length, length) + rotate_half(q) * sin.narrow(2, steps - length, length);  // cos/sin: [B, 1, L, D]
+  k = k * cos + rotate_half(k) * sin;
+  if (cache) std::tie(k, v) = cache->append(layer, k, v);
   return residual + o_proj(masked_attention(q, k, v, query_rows(mask.additive, batch, length)));
 }
 

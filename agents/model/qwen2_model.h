@@ -88,9 +88,12 @@ struct AttentionMask {
   torch::Tensor additive;  // [B * heads, L, cached + L], 0 or lowest: the torch path; undefined when fused
 };
 
-/** Attention on the CPU kernels for float32 CPU tensors under autograd: cpu_kernels::attention's
- *  shapes and rule, cpu_kernels::attention_backward its gradient. */
-torch::Tensor trainable_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_mask);
+/** Attention on the CPU kernels under autograd (float32 CPU tensors) from the stacked q/k/v product
+ *  qkv [B, T, H + 2 KV, D] before rotation (cos, sin [B, 1, T, D] contiguous) to the output of its
+ *  last `length` positions, [B, length, H * D]: cpu_kernels::rotate_ and attention's rule, their
+ *  backward its gradient. */
+torch::Tensor trainable_attention(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
+                                  const torch::Tensor& key_mask, int64_t heads, int64_t kv_heads, int64_t length);
 
 /** The rule of key_mask [B, past + L] (query i sees real key j <= past + i) spelt out per head for
  *  masked_attention: [B * heads, L, past + L], 0 where seen, the lowest float elsewhere. */
