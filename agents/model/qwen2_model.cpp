@@ -224,6 +224,14 @@ Qwen2AttentionImpl::Qwen2AttentionImpl(const ModelConfig& config)
 
 namespace {
 
+/** Views of qkv [B, T, H + 2 KV, D] as the attention kernels read them: q of the last `length`
+ *  positions [B, length, H, D], k and v [B, KV, T, D]. */
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_qkv(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads,
+                                                                  int64_t length) {
+  return {qkv.narrow(2, 0, heads).narrow(1, qkv.size(1) - length, length), qkv.narrow(2, heads, kv_heads).transpose(1, 2),
+          qkv.narrow(2, heads + kv_heads, kv_heads).transpose(1, 2)};
+}
+
 /**
  * Attention from the stacked product qkv: q and k rotated in one copy of it, which the kernels read
  * in place. The backward writes q's, k's and v's gradients into one tensor shaped like qkv and
@@ -255,14 +263,6 @@ class TrainableAttention : public torch::autograd::Function<TrainableAttention> 
     cpu_kernels::attention_backward(q, k, v, key_mask, grads[0].contiguous(), grad_q, grad_k, grad_v);
     cpu_kernels::rotate_(grad.narrow(2, 0, heads + kv_heads), cos, sin.neg());
     return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
-  }
-
- private:
-  /** Views of qkv [B, T, H + 2 KV, D]: q of the last `length` positions [B, length, H, D], k and v [B, KV, T, D]. */
-  static std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_qkv(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads,
-                                                                         int64_t length) {
-    return {qkv.narrow(2, 0, heads).narrow(1, qkv.size(1) - length, length), qkv.narrow(2, heads, kv_heads).transpose(1, 2),
-            qkv.narrow(2, heads + kv_heads, kv_heads).transpose(1, 2)};
   }
 };
 
@@ -334,9 +334,9 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
       out = trainable_attention(qkv, cos, sin, mask.key_mask, heads_, kv_heads_, length);
     } else {  // rotated in place
       cpu_kernels::rotate_(qkv.narrow(2, 0, heads_ + kv_heads_), cos, sin);
-      torch::Tensor k = qkv.narrow(2, heads_, kv_heads_).transpose(1, 2), v = qkv.narrow(2, heads_ + kv_heads_, kv_heads_).transpose(1, 2);
+      auto [q, k, v] = split_qkv(qkv, heads_, kv_heads_, length);
       if (cache) std::tie(k, v) = cache->append(layer, k, v);
-      out = cpu_kernels::attention(qkv.narrow(2, 0, heads_).narrow(1, steps - length, length), k, v, mask.key_mask);
+      out = cpu_kernels::attention(q, k, v, mask.key_mask);
     }
     return torch::addmm(residual.reshape({batch * length, -1}), out.view({batch * length, -1}), o_proj->weight.t())
         .view(residual.sizes());
