@@ -9,6 +9,7 @@
 namespace turnrl::tools {
 
 int bench_env(int argc, char** argv);
+int bench_expert(int argc, char** argv);
 int bench_llm(int argc, char** argv);
 int bench_crafter(int argc, char** argv);
 int bench_rollout(int argc, char** argv);

@@ -13,6 +13,7 @@ namespace turnrl::tools {
 const std::vector<Command>& benchmarks() {
   static const std::vector<Command> all = {
       {"env", "single-thread env steps/s with text observations, resets included", bench_env},
+      {"expert", "scripted-expert labels/s on a stand-in learner's states, as DAgger labels them, vs another build", bench_expert},
       {"crafter", "Crafter step and reset speed against crafter_ref.py bench", bench_crafter},
       {"env-server", "steps/s through an env server vs in-process, batches of 1, 16, 256", bench_env_server},
 #ifdef TURNRL_WITH_TORCH
