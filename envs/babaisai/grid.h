@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 namespace turnrl::envs::babaisai {
 
 struct Pos {
@@ -20,6 +22,9 @@ constexpr Pos kDirVec[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
 /** Index into the world's object pool. */
 using ObjectId = int32_t;
 constexpr ObjectId kNoObject = -1;
+/** A cell's objects, bottom to top. Stacks rarely pass two, so they live inline: copying a level
+ *  (the expert's search copies one per state) then allocates once instead of once per cell. */
+using CellStack = boost::container::small_vector<ObjectId, 2>;
 
 class Grid {
  public:
@@ -39,7 +44,8 @@ class Grid {
   ObjectId top(int index) const { return cells_[index].empty() ? kNoObject : cells_[index].back(); }
   ObjectId top(Pos p) const { return top(index(p)); }
   /** Bottom to top. */
-  const std::vector<ObjectId>& stack(Pos p) const { return cells_[index(p)]; }
+  const CellStack& stack(Pos p) const { return cells_[index(p)]; }
+  const CellStack& stack(int index) const { return cells_[index]; }
   void push(Pos p, ObjectId id) { cells_[index(p)].push_back(id); }
   /** Removes the top object; an empty cell stays empty. */
   void pop(Pos p);
@@ -47,7 +53,7 @@ class Grid {
  private:
   int width_ = 0;
   int height_ = 0;
-  std::vector<std::vector<ObjectId>> cells_;
+  std::vector<CellStack> cells_;
 };
 
 }  // namespace turnrl::envs::babaisai

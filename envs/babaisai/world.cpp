@@ -157,7 +157,7 @@ void World::write_grid(StateWriter& out) const {
   out.put(grid.height());
   for (int y = 0; y < grid.height(); ++y) {
     for (int x = 0; x < grid.width(); ++x) {
-      const std::vector<ObjectId>& stack = grid.stack(Pos{x, y});
+      const CellStack& stack = grid.stack(Pos{x, y});
       out.put(stack.size());
       for (const ObjectId id : stack) {
         const Object& obj = objects[id];
