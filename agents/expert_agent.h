@@ -16,6 +16,12 @@ class ExpertAgent : public Agent {
   std::string name() const override { return sight_ == envs::ExpertSight::kView ? "expert-view" : "expert"; }
   /** Throws std::invalid_argument for a prompt without its env or whose env has no expert. */
   std::vector<AgentReply> act(const std::vector<AgentPrompt>& prompts) override;
+  /** The reply to one prompt, and whether the expert's move was a guess (envs::ExpertMove::guess). */
+  struct Label {
+    std::string text;
+    bool guess = false;
+  };
+  Label label(const AgentPrompt& prompt) const;
 
  private:
   ReplyTemplate reply_template_;

@@ -29,6 +29,9 @@ bool has_expert(const Env& env, ExpertSight sight = ExpertSight::kFull);
 struct ExpertMove {
   int action = 0;
   std::string aim;
+  /** The expert found no way on (BabaIsAI: no plan step within its search's budget) and moves at
+   *  random: a move to play, not one to learn from (DAgger leaves such labels out). */
+  bool guess = false;
 };
 
 /** `env` as the family's own env type, which its expert reads; std::invalid_argument when it is

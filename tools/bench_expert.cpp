@@ -27,6 +27,7 @@ struct Options {
 
 struct Labelled {
   long labels = 0;
+  long guesses = 0;  // labels where the expert found no way on and moved at random
   double seconds = 0.0;
   uint64_t checksum = 0;  // of every label in order: two builds agree on it exactly when their moves agree
 };
@@ -44,9 +45,11 @@ Labelled label_episodes(const Options& options) {
       const uint64_t episode_seed = options.seed + static_cast<uint64_t>(e);
       env->reset(episode_seed);
       for (uint64_t turn = 0;; ++turn) {
-        const int label = envs::expert_action(*env, episode_seed * 1000003ULL + turn);
+        const envs::ExpertMove move = envs::expert_move(*env, episode_seed * 1000003ULL + turn);
+        const int label = move.action;
         out.checksum = out.checksum * 31 + static_cast<uint64_t>(label) + 1;
         ++out.labels;
+        out.guesses += move.guess;
         const envs::StepResult result = env->step(share(learner) < options.expert_share ? label : random_action(learner));
         if (result.terminated || result.truncated) break;
       }
@@ -88,8 +91,9 @@ int bench_expert(int argc, char** argv) {
   nlohmann::json report = {{"family", options.family},        {"episodes_per_id", options.episodes},
                            {"expert_share", options.expert_share}, {"labels", own.labels},
                            {"seconds", own.seconds},              {"labels_per_sec", own.labels / own.seconds},
-                           {"checksum", own.checksum}};
-  std::printf("turnrl     %ld labels in %.2f s: %.1f labels/s\n", own.labels, own.seconds, own.labels / own.seconds);
+                           {"checksum", own.checksum},          {"guess_share", static_cast<double>(own.guesses) / own.labels}};
+  std::printf("turnrl     %ld labels in %.2f s: %.1f labels/s, %.1f%% of them guesses (no way found)\n", own.labels, own.seconds,
+              own.labels / own.seconds, 100.0 * own.guesses / own.labels);
   if (!options.reference_bin.empty()) {
     const auto reference = reference_run(options);
     if (!reference) {

@@ -156,13 +156,13 @@ std::vector<int> shortest_way(const World& start, uint64_t start_hash, const Pla
 
 }  // namespace
 
-int expert_action(const BabaIsAIEnv& env, uint64_t seed) {
+ExpertMove expert_move(const BabaIsAIEnv& env, uint64_t seed) {
   const World& start = env.world();
   const uint64_t start_hash = state_hash(start);
   std::mt19937_64 rng(seed);
-  auto random_move = [&rng] { return std::uniform_int_distribution<int>(kUp, kLeft)(rng); };
+  auto guess = [&rng] { return ExpertMove{std::uniform_int_distribution<int>(kUp, kLeft)(rng), "", true}; };
   if (const auto known = remembered().find(start_hash); known != remembered().end()) {
-    return known->second == kNoPlan ? random_move() : known->second;
+    return known->second == kNoPlan ? guess() : ExpertMove{known->second, ""};
   }
   // The plan's first step not yet done: the generator lays each level out for its plan, and a
   // search for one step at a time stays shallow where the whole way to a win does not.
@@ -170,9 +170,9 @@ int expert_action(const BabaIsAIEnv& env, uint64_t seed) {
   size_t pending = 0;
   while (plan[pending].done_in(start)) ++pending;
   const std::vector<int> way = shortest_way(start, start_hash, plan[pending]);
-  if (way.empty()) return random_move();
+  if (way.empty()) return guess();
   remember_way(start, way);
-  return way.front();
+  return {way.front(), ""};
 }
 
 }  // namespace turnrl::envs::babaisai

@@ -7,12 +7,13 @@
 #include <cstdint>
 
 #include "envs/babaisai/babaisai_env.h"
+#include "envs/expert.h"
 
 namespace turnrl::envs::babaisai {
 
 /** The first move of a shortest way from the env's current state to its plan's first step not yet
- *  done (or to a win); a random move (from `seed`) where the search finds none within its budget
- *  of states. Requires reset(). */
-int expert_action(const BabaIsAIEnv& env, uint64_t seed);
+ *  done (or to a win); a random move (from `seed`), marked as a guess, where the search finds none
+ *  within its budget of states. Requires reset(). */
+ExpertMove expert_move(const BabaIsAIEnv& env, uint64_t seed);
 
 }  // namespace turnrl::envs::babaisai

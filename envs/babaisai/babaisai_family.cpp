@@ -53,7 +53,7 @@ EnvFamily babaisai_family() {
   family.make = make;
   // The prompt shows the whole level, so the expert sees no more than the model with either sight.
   family.expert_sights = {ExpertSight::kFull, ExpertSight::kView};
-  family.expert = [](const Env& env, uint64_t seed, ExpertSight) { return ExpertMove{babaisai::expert_action(expert_env<BabaIsAIEnv>(env), seed), ""}; };
+  family.expert = [](const Env& env, uint64_t seed, ExpertSight) { return babaisai::expert_move(expert_env<BabaIsAIEnv>(env), seed); };
   family.replayer = make_golden_replayer;
   return family;
 }

@@ -57,9 +57,10 @@ struct StageRanks {
     totals.add("turns", static_cast<double>(own.turns));
     totals.add("transcripts", static_cast<double>(own.transcripts));
     totals.add("progression", own.progression_sum);
+    totals.add("guesses", static_cast<double>(own.guesses));
     totals.sum_over(group);  // also: every rank's file is written before any rank reads them
     return {static_cast<size_t>(totals["episodes"]), static_cast<size_t>(totals["turns"]), static_cast<size_t>(totals["transcripts"]),
-            totals["progression"]};
+            totals["progression"], static_cast<size_t>(totals["guesses"])};
   }
 };
 
@@ -84,8 +85,9 @@ void run_dagger_round(const TrainConfig& c, SftDataSpec data, int round, const s
     spdlog::info("format stage: DAgger round {}/{}: the model plays {} episodes, the expert labels each turn", round,
                  c.format.dagger_rounds, data.episodes);
     const SftDataCounts counts = ranks.write_share(data, learner_dir, "dagger" + std::to_string(round), learner.get());
-    spdlog::info("format stage: DAgger round {}: {} turns labelled, the model's mean progression {:.3f}; fine-tuning on the demonstrations and every round's labels", round,
-                 counts.transcripts, counts.progression_sum / data.episodes);
+    spdlog::info("format stage: DAgger round {}: {} turns labelled ({} more where the expert could only guess, left out), the model's mean "
+                 "progression {:.3f}; fine-tuning on the demonstrations and every round's labels",
+                 round, counts.transcripts, counts.guesses, counts.progression_sum / data.episodes);
   }
   std::vector<std::string> aggregate = ranks.data_files(learner_dir, "sft_data");
   for (int k = 1; k <= round; ++k) {

@@ -56,25 +56,26 @@ class TemplateAgent final : public agents::Agent {
 };
 
 /** DAgger's player: the learner acts; the expert's reply for each prompt's state is kept for the
- *  writer, keyed by the request seed (the episode's and the turn's, episode_turn_seed). */
+ *  writer, keyed by the request seed (the episode's and the turn's, episode_turn_seed); none where
+ *  the expert could only guess (envs::ExpertMove::guess), since a random label teaches nothing. */
 class LabellingAgent final : public agents::Agent {
  public:
   LabellingAgent(agents::Agent& learner, const std::string& reply_template, envs::ExpertSight sight)
       : learner_(learner), expert_(reply_template, sight) {}
   std::string name() const override { return "dagger(" + learner_.name() + ")"; }
   std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
-    std::vector<agents::AgentReply> labels = expert_.act(prompts);
-    {
+    for (const agents::AgentPrompt& prompt : prompts) {
+      agents::ExpertAgent::Label label = expert_.label(prompt);
       std::lock_guard lock(mutex_);
-      for (size_t i = 0; i < prompts.size(); ++i) labels_[prompts[i].seed] = std::move(labels[i].text);
+      labels_[prompt.seed] = label.guess ? std::nullopt : std::optional<std::string>(std::move(label.text));
     }
     return learner_.act(prompts);
   }
-  std::string take_label(uint64_t request_seed) {
+  std::optional<std::string> take_label(uint64_t request_seed) {
     std::lock_guard lock(mutex_);
     const auto it = labels_.find(request_seed);
     if (it == labels_.end()) throw std::logic_error("format data: no expert label for request seed " + std::to_string(request_seed));
-    std::string label = std::move(it->second);
+    std::optional<std::string> label = std::move(it->second);
     labels_.erase(it);
     return label;
   }
@@ -85,7 +86,7 @@ class LabellingAgent final : public agents::Agent {
   agents::Agent& learner_;
   agents::ExpertAgent expert_;
   std::mutex mutex_;
-  std::map<uint64_t, std::string> labels_;
+  std::map<uint64_t, std::optional<std::string>> labels_;
 };
 
 }  // namespace
@@ -134,14 +135,18 @@ SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, a
         for (size_t t = 0; t < log.turns.size(); ++t) {
           const TurnLog& turn = log.turns[t];
           const uint64_t request_seed = episode_turn_seed(log.job.seed, static_cast<int>(t));
-          const std::string reply = labelling ? labelling->take_label(request_seed) : turn.reply;
+          const std::optional<std::string> reply = labelling ? labelling->take_label(request_seed) : turn.reply;
+          if (!reply) {
+            ++counts.guesses;
+            continue;
+          }
           if (off_expert_turn(spec, request_seed)) continue;  // no demonstration
           nlohmann::json messages = nlohmann::json::array();
           for (const auto& message : turn.prompt) {
             messages.push_back({{"role", message.role}, {"content", message.content}});
             if (message.role == "assistant") messages.back()["weight"] = 0;  // a past turn: context, not a target
           }
-          messages.push_back({{"role", "assistant"}, {"content", reply}});
+          messages.push_back({{"role", "assistant"}, {"content", *reply}});
           out << nlohmann::json{{"messages", std::move(messages)}}.dump() << "\n";
           ++counts.transcripts;
         }

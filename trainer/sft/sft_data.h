@@ -74,11 +74,13 @@ struct SftDataCounts {
   size_t turns = 0;             // played
   size_t transcripts = 0;       // written: the turns of written episodes less the off-expert ones
   double progression_sum = 0.0; // BALROG progression summed over every episode played
+  size_t guesses = 0;           // DAgger: turns not written because the expert could only guess
 };
 
 /** Plays the episodes (of this rank's share) and writes one line per demonstrated turn to `path`. With `learner`, the
  *  learner plays and every turn is written with the expert's reply (policy must be expert; no
- *  expert noise; every episode is written, whatever its progression). */
+ *  expert noise; every episode is written, whatever its progression, less the turns where the
+ *  expert could only guess). */
 SftDataCounts write_sft_data(const SftDataSpec& spec, const std::string& path, agents::Agent* learner = nullptr);
 
 }  // namespace turnrl::trainer
