@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include <zlib.h>
 
@@ -508,14 +509,19 @@ TEST_CASE("turnrl replay and play on BabaIsAI") {
 
 namespace {
 
-/** Plays `level` by the scripted expert on seeds [first, last): each episode must win in under 40 turns. */
+/** Plays `level` by the scripted expert on seeds [first, last): each episode must win in under 40
+ *  turns, on moves of ways it found (none a guess). */
 void check_expert_wins(const char* level, uint64_t first, uint64_t last) {
   auto env = make_env(level);
   REQUIRE(has_expert(*env));
   for (uint64_t seed = first; seed < last; ++seed) {
     env->reset(seed);
     int turn = 0;
-    for (StepResult step; turn < env->max_steps() && !step.terminated; ++turn) step = env->step(expert_action(*env, seed + turn));
+    for (StepResult step; turn < env->max_steps() && !step.terminated; ++turn) {
+      const ExpertMove move = expert_move(*env, seed + turn);
+      CHECK_FALSE(move.guess);
+      step = env->step(move.action);
+    }
     INFO(level << " seed " << seed << " after " << turn << " turns");
     CHECK(env->progression() == 1.0);
     CHECK(turn < 40);
@@ -539,4 +545,30 @@ TEST_CASE("the scripted expert wins two-room levels whose rules must be built, o
                             "babaisai/two_room-make_you-make_win"}) {
     check_expert_wins(level, 9000, 9002);
   }
+}
+
+TEST_CASE("where the scripted expert finds no way on, its move is a guess: the seed's, not the state's") {
+  // Random play on a level whose win rule must be made pushes rule blocks where no way on is left.
+  auto env = make_env("babaisai/make_win");
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> random_action(0, env->num_actions() - 1);
+  int guesses = 0, ways = 0;
+  for (uint64_t seed = 9100; seed < 9110 && guesses == 0; ++seed) {
+    env->reset(seed);
+    for (StepResult step; !step.terminated && !step.truncated; step = env->step(random_action(rng))) {
+      const bool guess = expert_move(*env, 0).guess;
+      std::set<int> moves;
+      for (uint64_t s = 1; s < 32; ++s) {
+        const ExpertMove move = expert_move(*env, s);
+        CHECK(move.guess == guess);
+        moves.insert(move.action);
+      }
+      INFO("seed " << seed << ", guess " << guess);
+      CHECK((guess ? moves.size() > 1 : moves.size() == 1));  // a way's first move is the state's, whatever the seed
+      guesses += guess;
+      ways += !guess;
+    }
+  }
+  CHECK(guesses > 0);
+  CHECK(ways > 0);
 }

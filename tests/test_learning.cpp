@@ -301,6 +301,25 @@ TEST_CASE("DAgger format data: the learner plays, each turn is labelled with the
   CHECK_THROWS_WITH(write_sft_data(random_aim_spec, root + "/random_aim.jsonl"), doctest::Contains("{aim} needs policy expert"));
 }
 
+TEST_CASE("DAgger leaves out the turns where the expert could only guess") {
+  const turnrl::test::TempDir run_dir("turnrl_dagger_guess_test");
+  const std::string& root = run_dir.path();
+  const TrainConfig config = TrainConfig::load(write_config("dagger_guess.yaml", expert_goto_config(root, "  policy: expert\n  episodes: 100\n")));
+  turnrl::agents::write_new_model("tiny", config.model.path, 0, "");
+  const auto tokenizer = turnrl::agents::Tokenizer::load(config.model.path);
+  SftDataSpec spec = format_data_spec(config, config.model.path, tokenizer);
+  // A random learner on a level whose win rule must be made pushes rule blocks where no way on is left.
+  spec.tasks = {"babaisai/make_win"};
+  spec.env_options = nlohmann::json::object();
+  spec.episodes = 4;
+  turnrl::agents::RandomAgent random_learner(spec.reply_template);
+  const SftDataCounts counts = write_sft_data(spec, root + "/labels.jsonl", &random_learner);
+  CHECK(counts.guesses > 0u);
+  CHECK(counts.transcripts > counts.guesses);
+  CHECK(counts.transcripts + counts.guesses == counts.turns);
+  CHECK(read_lines(root + "/labels.jsonl").size() == counts.transcripts);
+}
+
 TEST_CASE("a run draws its new base model with model.initializer_range and refuses a folder drawn otherwise") {
   const turnrl::test::TempDir run_dir("turnrl_initializer_range_run");
   const std::string& root = run_dir.path();
