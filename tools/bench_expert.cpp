@@ -46,11 +46,10 @@ Labelled label_episodes(const Options& options) {
       env->reset(episode_seed);
       for (uint64_t turn = 0;; ++turn) {
         const envs::ExpertMove move = envs::expert_move(*env, episode_seed * 1000003ULL + turn);
-        const int label = move.action;
-        out.checksum = out.checksum * 31 + static_cast<uint64_t>(label) + 1;
+        out.checksum = out.checksum * 31 + static_cast<uint64_t>(move.action) + 1;
         ++out.labels;
         out.guesses += move.guess;
-        const envs::StepResult result = env->step(share(learner) < options.expert_share ? label : random_action(learner));
+        const envs::StepResult result = env->step(share(learner) < options.expert_share ? move.action : random_action(learner));
         if (result.terminated || result.truncated) break;
       }
     }
@@ -88,12 +87,13 @@ int bench_expert(int argc, char** argv) {
     spdlog::error("bench expert: no registered env id under '{}/'", options.family);
     return 1;
   }
+  const double own_rate = own.labels / own.seconds;
   nlohmann::json report = {{"family", options.family},        {"episodes_per_id", options.episodes},
                            {"expert_share", options.expert_share}, {"labels", own.labels},
-                           {"seconds", own.seconds},              {"labels_per_sec", own.labels / own.seconds},
+                           {"seconds", own.seconds},              {"labels_per_sec", own_rate},
                            {"checksum", own.checksum},          {"guess_share", static_cast<double>(own.guesses) / own.labels}};
-  std::printf("turnrl     %ld labels in %.2f s: %.1f labels/s, %.1f%% of them guesses (no way found)\n", own.labels, own.seconds,
-              own.labels / own.seconds, 100.0 * own.guesses / own.labels);
+  std::printf("turnrl     %ld labels in %.2f s: %.1f labels/s, %.1f%% of them guesses (no way found)\n", own.labels, own.seconds, own_rate,
+              100.0 * own.guesses / own.labels);
   if (!options.reference_bin.empty()) {
     const auto reference = reference_run(options);
     if (!reference) {
@@ -102,9 +102,9 @@ int bench_expert(int argc, char** argv) {
     }
     const double rate = (*reference)["labels_per_sec"].get<double>();
     const bool same = (*reference)["checksum"].get<uint64_t>() == own.checksum;
-    std::printf("reference  %.1f labels/s (labels %s)\nexpert speedup %.2fx\n", rate, same ? "identical" : "DIFFER", own.labels / own.seconds / rate);
+    std::printf("reference  %.1f labels/s (labels %s)\nexpert speedup %.2fx\n", rate, same ? "identical" : "DIFFER", own_rate / rate);
     report["reference_labels_per_sec"] = rate;
-    report["speedup"] = own.labels / own.seconds / rate;
+    report["speedup"] = own_rate / rate;
     report["same_labels"] = same;
   }
   std::printf("%s\n", report.dump().c_str());
