@@ -1,6 +1,7 @@
 // The libtorch Qwen2 against Hugging Face's own outputs for the tiny model folders.
 #include "torch_doctest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <filesystem>
@@ -16,6 +17,8 @@
 #include "agents/model/model_presets.h"
 #include "agents/model/new_model.h"
 #include "agents/model/qwen2_model.h"
+#include "agents/model/tokenizer.h"
+#include "envs/registry.h"
 #include "temp_dir.h"
 #include "model_golden.h"
 #include "test_util.h"
@@ -402,6 +405,27 @@ TEST_CASE("the tiny preset encodes BabyAI prompts without unknown words") {
   CHECK(std::find(ids.begin(), ids.end(), tok.token_id("<unk>")) == ids.end());
   CHECK(lm->parameter_count() < 200000);
   CHECK(tok.stop_ids() == std::vector<int32_t>{tok.token_id("<|im_end|>")});
+}
+
+TEST_CASE("the tiny preset names every action of several words in one token that reads back as the name") {
+  const turnrl::test::TempDir run_dir("turnrl_tiny_actions");
+  write_new_model("tiny", run_dir / "model", 1, "");
+  const Tokenizer tok = Tokenizer::load(run_dir / "model");
+  size_t joined = 0;
+  for (const turnrl::envs::EnvFamily& family : turnrl::envs::env_families()) {
+    for (const turnrl::envs::ActionSpec& action : family.actions) {
+      std::string word = action.name;
+      std::replace(word.begin(), word.end(), ' ', '_');
+      if (word == action.name) continue;  // one word: the family's vocabulary lists it
+      ++joined;
+      const int32_t id = tok.token_id(word);
+      REQUIRE_MESSAGE(id >= 0, family.name << ": " << action.name);
+      CHECK(tok.decode({id}) == action.name);
+    }
+  }
+  CHECK(joined >= 18);  // BabyAI's four and Crafter's fourteen
+  // Text with spaces still splits into words: only the joined spelling is one token.
+  CHECK(tok.encode("Move West").size() == 2);
 }
 
 TEST_CASE("the tiny-deep and tiny-wide presets are the tiny one deeper or wider, with the same tokenizer") {

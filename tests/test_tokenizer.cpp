@@ -105,6 +105,8 @@ TEST_CASE("malformed tokenizer folders give errors naming the file") {
   CHECK_THROWS_WITH_AS(Tokenizer::load(dir / "no-such-tokenizer"), doctest::Contains("tokenizer.json"), std::runtime_error);
   std::ofstream(dir / "tokenizer.json") << "{\"model\": {\"type\": \"Unigram\", \"vocab\": {}}}";
   CHECK_THROWS_WITH_AS(Tokenizer::load(dir.path()), doctest::Contains("Unigram"), std::runtime_error);
+  std::ofstream(dir / "tokenizer.json") << "{\"model\": {\"type\": \"WordLevel\", \"vocab\": {\"a\": 0}}, \"decoder\": {\"type\": \"Strip\"}}";
+  CHECK_THROWS_WITH_AS(Tokenizer::load(dir.path()), doctest::Contains("decoder 'Strip'"), std::runtime_error);
   std::ofstream(dir / "tokenizer.json") << "{\"model\": ";
   CHECK_THROWS_WITH_AS(Tokenizer::load(dir.path()), doctest::Contains("invalid JSON"), std::runtime_error);
 }

@@ -1,5 +1,6 @@
 #include "agents/model/model_presets.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -14,13 +15,24 @@ namespace {
 // the words the env families list for their texts.
 constexpr const char* kTinySpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"};
 
-/** The tiny preset's words: every registered family's vocabulary, in registry order, once each. */
+/** The tiny preset's words: every registered family's vocabulary, in registry order, once each;
+ *  then each action name of several words joined by '_' (as `Move_West`), so that a reply of one
+ *  token can name any action (trainer/rollout/policy_agent.cpp). The decoder reads them back with
+ *  spaces. */
 std::vector<std::string> tiny_words() {
   std::vector<std::string> words;
   std::set<std::string> seen;
   for (const envs::EnvFamily& family : envs::env_families()) {
     for (const std::string& word : family.vocabulary) {
       if (seen.insert(word).second) words.push_back(word);
+    }
+  }
+  for (const envs::EnvFamily& family : envs::env_families()) {
+    for (const envs::ActionSpec& action : family.actions) {
+      if (action.name.find(' ') == std::string::npos) continue;
+      std::string joined = action.name;
+      std::replace(joined.begin(), joined.end(), ' ', '_');
+      if (seen.insert(joined).second) words.push_back(joined);
     }
   }
   return words;
@@ -122,6 +134,7 @@ std::string tiny_tokenizer_json() {
   root["normalizer"] = nullptr;
   root["pre_tokenizer"] = {{"type", "Whitespace"}};
   root["model"] = {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}};
+  root["decoder"] = {{"type", "Replace"}, {"pattern", {{"String", "_"}}}, {"content", " "}};
   return root.dump(1);
 }
 

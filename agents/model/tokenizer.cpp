@@ -282,6 +282,19 @@ Tokenizer Tokenizer::load(const std::string& dir) {
         const auto found = impl->vocab.find(model["unk_token"].get<std::string>());
         if (found != impl->vocab.end()) impl->unk_id = found->second;
       }
+      // A Replace decoder (the tiny preset's: joined action names read back with spaces), token by token.
+      const json& decoder = root.contains("decoder") ? root["decoder"] : json();
+      if (decoder.is_object()) {
+        if (decoder.value("type", "") != "Replace") {
+          throw std::runtime_error(path + ": decoder '" + decoder.value("type", "") + "' is not supported with WordLevel (Replace)");
+        }
+        const std::string from = field(field(decoder, "pattern"), "String").get<std::string>();
+        const std::string to = field(decoder, "content").get<std::string>();
+        if (from.empty()) throw std::runtime_error(path + ": the Replace decoder's pattern is empty");
+        for (std::string& text : impl->id_to_text) {
+          for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+        }
+      }
     } else {
       throw std::runtime_error(path + ": model type '" + type + "' is not supported (BPE, WordLevel)");
     }

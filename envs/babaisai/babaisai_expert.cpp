@@ -28,8 +28,8 @@ uint64_t mix(uint64_t hash, uint64_t word) {
   return z ^ (z >> 31);
 }
 
-/** The search's key for a state: what World::write_grid writes (every cell's stack by object
- *  content), mixed object by object with its cell and height rather than built as bytes, since it
+/** The search's key for a state: what World::write_grid writes (every cell's stack of packed
+ *  objects), mixed object by object with its cell and height rather than built as bytes, since it
  *  is the search's most frequent step; empty cells add nothing. */
 uint64_t state_hash(const World& world) {
   const Grid& grid = world.grid;
@@ -37,11 +37,7 @@ uint64_t state_hash(const World& world) {
   for (int i = 0; i < grid.cell_count(); ++i) {
     const CellStack& stack = grid.stack(i);
     for (size_t height = 0; height < stack.size(); ++height) {
-      const Object& o = world.objects[stack[height]];
-      hash = mix(hash, static_cast<uint64_t>(o.kind) | static_cast<uint64_t>(o.thing) << 8 | static_cast<uint64_t>(o.property) << 16 |
-                           static_cast<uint64_t>(o.color) << 24 | static_cast<uint64_t>(o.dir) << 32 |
-                           static_cast<uint64_t>(o.has_moved) << 40 | static_cast<uint64_t>(height) << 41 |
-                           static_cast<uint64_t>(i) << 48);
+      hash = mix(hash, world.objects[stack[height]].packed() | static_cast<uint64_t>(height) << 41 | static_cast<uint64_t>(i) << 48);
     }
   }
   return hash;

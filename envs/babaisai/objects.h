@@ -27,6 +27,13 @@ struct Object {
   uint8_t dir = 0;                      // 0 right, 1 down, 2 left, 3 up (things only)
   bool has_moved = false;               // per-step flag of "you"/"move" things (kept between steps, as the original)
 
+  /** Every field, packed in the low 41 bits: what tells two objects apart in a state. The move flag
+   *  counts, since a stale flag can make a "you" thing uncovered mid-step skip its move. */
+  uint64_t packed() const {
+    return static_cast<uint64_t>(kind) | static_cast<uint64_t>(thing) << 8 | static_cast<uint64_t>(property) << 16 |
+           static_cast<uint64_t>(color) << 24 | static_cast<uint64_t>(dir) << 32 | static_cast<uint64_t>(has_moved) << 40;
+  }
+
   static Object border() { return Object{}; }
   static Object thing_of(Thing type, Color color) { return Object{Kind::kThing, type, Property::kStop, color}; }
   /** A thing created by a replacement rule ("key is door") gets its class's default colour. */

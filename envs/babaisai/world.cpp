@@ -159,15 +159,7 @@ void World::write_grid(StateWriter& out) const {
     for (int x = 0; x < grid.width(); ++x) {
       const CellStack& stack = grid.stack(Pos{x, y});
       out.put(stack.size());
-      for (const ObjectId id : stack) {
-        const Object& obj = objects[id];
-        out.put(obj.kind);
-        out.put(obj.thing);
-        out.put(obj.property);
-        out.put(obj.color);
-        out.put(obj.dir);
-        out.put(obj.has_moved);  // a stale flag can make a "you" thing uncovered mid-step skip its move
-      }
+      for (const ObjectId id : stack) out.put(objects[id].packed());
     }
   }
 }

@@ -57,7 +57,7 @@ EnvFamily babyai_family() {
     "previous", "provide", "purple", "put", "red", "repeat", "right", "s", "same", "see", "sense", "short",
     "simple", "single", "step", "steps", "system", "t", "take", "terminates", "text", "that", "the", "then",
     "think", "time", "to", "toggle", "turn", "until", "up", "use", "user", "valid", "wall", "want", "what",
-    "will", "with", "yellow", "you", "turn_left", "turn_right", "go_forward", "pick_up"};
+    "will", "with", "yellow", "you"};
   family.make = make;
   family.expert_sights = {ExpertSight::kFull, ExpertSight::kView};
   family.expert = [](const Env& env, uint64_t seed, ExpertSight sight) { return babyai::expert_move(expert_env<BabyAIEnv>(env), seed, sight); };
