@@ -356,6 +356,17 @@ inline void key_bias(const bool* key_mask, int64_t total, int64_t keys, float* b
   std::fill(bias + total, bias + keys, -kInf);
 }
 
+/** Runs `tile.operator()<Rows>(first)` over `rows` query rows: wide tiles where the registers allow,
+ *  single rows for the rest (a decoding step has few rows). Both scratch layouts hold kMaxTileRows. */
+template <int Lanes, class Tile>
+[[gnu::always_inline]] inline void for_each_tile(int64_t rows, Tile&& tile) {
+  constexpr int kWide = Lanes == 16 ? 8 : 4;
+  static_assert(kWide <= kMaxTileRows, "scratch_floats and backward_scratch_floats size kMaxTileRows rows");
+  int64_t first = 0;
+  for (; first + kWide <= rows; first += kWide) tile.template operator()<kWide>(first);
+  for (; first < rows; ++first) tile.template operator()<1>(first);
+}
+
 template <int Lanes>
 [[gnu::always_inline]] inline void attend(const Group& g, float* scratch) {
   const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes), value_stride = round_up(dim, Lanes);
@@ -367,13 +378,7 @@ template <int Lanes>
   for (int64_t t = 0; t < g.total; ++t) std::memcpy(values + t * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
   key_bias(g.key_mask, g.total, keys, bias);
   const GroupScratch s{keys_t, values, bias, bias + keys, keys, value_stride};
-  // Wide tiles where the registers allow, single rows for the rest (a decoding step has few rows).
-  constexpr int kWide = Lanes == 16 ? 8 : 4;
-  static_assert(kWide <= kMaxTileRows, "scratch_floats sizes the scores for kMaxTileRows rows");
-  const int64_t rows = g.heads * g.length;
-  int64_t first = 0;
-  for (; first + kWide <= rows; first += kWide) attend_tile<Lanes, kWide>(g, s, first);
-  for (; first < rows; ++first) attend_tile<Lanes, 1>(g, s, first);
+  for_each_tile<Lanes>(g.heads * g.length, [&]<int Rows>(int64_t first) { attend_tile<Lanes, Rows>(g, s, first); });
 }
 
 /** The gradients of one group's attention: as Group, plus the output's gradient in and the q, k and v
@@ -510,7 +515,7 @@ template <int Lanes, int Rows>
   }
 }
 
-// A group's gradients: wide tiles of rows where the registers allow, single rows for the rest.
+// A group's gradients, tile by tile.
 template <int Lanes>
 [[gnu::always_inline]] inline void attend_backward(const GradGroup& g, float* scratch) {
   const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes);
@@ -525,12 +530,7 @@ template <int Lanes>
   transpose_rows(g.v, g.v_row_stride, g.total, dim, keys, values_t);
   key_bias(g.key_mask, g.total, keys, bias);
   const GradScratch s{keys_t, values_t, grad_keys_t, grad_values_t, bias, probs, probs + kMaxTileRows * keys, keys};
-  constexpr int kWide = Lanes == 16 ? 8 : 4;
-  static_assert(kWide <= kMaxTileRows, "backward_scratch_floats sizes the rows for kMaxTileRows rows");
-  const int64_t rows = g.heads * g.length;
-  int64_t first = 0;
-  for (; first + kWide <= rows; first += kWide) attend_backward_tile<Lanes, kWide>(g, s, first);
-  for (; first < rows; ++first) attend_backward_tile<Lanes, 1>(g, s, first);
+  for_each_tile<Lanes>(g.heads * g.length, [&]<int Rows>(int64_t first) { attend_backward_tile<Lanes, Rows>(g, s, first); });
   for (int64_t t = 0; t < g.total; ++t) {
     for (int64_t d = 0; d < dim; ++d) {
       g.grad_k[t * g.k_row_stride + d] = grad_keys_t[d * keys + t];
