@@ -1,11 +1,18 @@
 #include "envs/env.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "envs/common/sha256.h"
 #include "envs/common/state_writer.h"
 
 namespace turnrl::envs {
+
+std::string ActionSpec::joined_name() const {
+  std::string joined = name;
+  std::replace(joined.begin(), joined.end(), ' ', '_');
+  return joined;
+}
 
 void Env::check_action(int action) const {
   if (action < 0 || action >= num_actions()) {

@@ -17,6 +17,9 @@ struct StepResult {
 struct ActionSpec {
   std::string name;
   std::string description;
+
+  /** The name as one word, spaces as '_' (`Move_West`): how a word-level vocabulary holds it. */
+  std::string joined_name() const;
 };
 
 /** BALROG's `obs["text"]`: the long-term part enters the history; the short-term part

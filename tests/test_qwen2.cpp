@@ -1,7 +1,6 @@
 // The libtorch Qwen2 against Hugging Face's own outputs for the tiny model folders.
 #include "torch_doctest.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <filesystem>
@@ -414,8 +413,7 @@ TEST_CASE("the tiny preset names every action of several words in one token that
   size_t joined = 0;
   for (const turnrl::envs::EnvFamily& family : turnrl::envs::env_families()) {
     for (const turnrl::envs::ActionSpec& action : family.actions) {
-      std::string word = action.name;
-      std::replace(word.begin(), word.end(), ' ', '_');
+      const std::string word = action.joined_name();
       if (word == action.name) continue;  // one word: the family's vocabulary lists it
       ++joined;
       const int32_t id = tok.token_id(word);

@@ -1,6 +1,5 @@
 #include "agents/model/model_presets.h"
 
-#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -29,10 +28,8 @@ std::vector<std::string> tiny_words() {
   }
   for (const envs::EnvFamily& family : envs::env_families()) {
     for (const envs::ActionSpec& action : family.actions) {
-      if (action.name.find(' ') == std::string::npos) continue;
-      std::string joined = action.name;
-      std::replace(joined.begin(), joined.end(), ' ', '_');
-      if (seen.insert(joined).second) words.push_back(joined);
+      const std::string joined = action.joined_name();
+      if (joined != action.name && seen.insert(joined).second) words.push_back(joined);
     }
   }
   return words;
