@@ -419,11 +419,15 @@ TEST_CASE("the tiny preset names every action of several words in one token that
       const int32_t id = tok.token_id(word);
       REQUIRE_MESSAGE(id >= 0, family.name << ": " << action.name);
       CHECK(tok.decode({id}) == action.name);
+      // A cloned reply naming the action is the token the policy samples.
+      CHECK(tok.encode_reply(action.name) == std::vector<int32_t>{id});
     }
   }
   CHECK(joined >= 18);  // BabyAI's four and Crafter's fourteen
-  // Text with spaces still splits into words: only the joined spelling is one token.
+  // Text with spaces still splits into words: only the joined spelling, or a whole reply, is one token.
   CHECK(tok.encode("Move West").size() == 2);
+  CHECK(tok.encode_reply("ACTION: Move West") == tok.encode("ACTION: Move West"));
+  CHECK(tok.encode_reply("Do") == tok.encode("Do"));
 }
 
 TEST_CASE("the tiny-deep and tiny-wide presets are the tiny one deeper or wider, with the same tokenizer") {

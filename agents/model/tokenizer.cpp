@@ -99,6 +99,7 @@ struct Tokenizer::Impl {
   Model model = Model::kBpe;
   std::unordered_map<std::string, int32_t> vocab;  // raw bytes (BPE) or word (WordLevel) -> id
   std::vector<std::string> id_to_text;             // id -> raw bytes or word
+  std::unordered_map<std::string, int32_t> decoded_words;  // text a Replace decoder rewrote -> its token
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // (left, right) -> (rank, merged id)
   std::array<int32_t, 256> byte_ids{};
   int32_t unk_id = -1;
@@ -291,8 +292,11 @@ Tokenizer Tokenizer::load(const std::string& dir) {
         const std::string from = field(field(decoder, "pattern"), "String").get<std::string>();
         const std::string to = field(decoder, "content").get<std::string>();
         if (from.empty()) throw std::runtime_error(path + ": the Replace decoder's pattern is empty");
-        for (std::string& text : impl->id_to_text) {
+        for (size_t id = 0; id < impl->id_to_text.size(); ++id) {
+          std::string& text = impl->id_to_text[id];
+          const std::string word = text;
           for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+          if (text != word) impl->decoded_words.emplace(text, static_cast<int32_t>(id));
         }
       }
     } else {
@@ -415,6 +419,11 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   }
   impl_->encode_segment(text.substr(segment_start), out);
   return out;
+}
+
+std::vector<int32_t> Tokenizer::encode_reply(std::string_view text) const {
+  const auto word = impl_->decoded_words.find(std::string(text));
+  return word != impl_->decoded_words.end() ? std::vector<int32_t>{word->second} : encode(text);
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, std::vector<uint32_t>* token_ends) const {

@@ -27,6 +27,11 @@ class Tokenizer {
 
   /** Special tokens in the text are matched as such; no BOS is added. */
   std::vector<int32_t> encode(std::string_view text) const;
+  /** The tokens a policy writes for `text` as a whole reply: the one token that decodes to it
+   *  where the decoder spells a word with spaces (the tiny preset's `Move_West` reads `Move West`),
+   *  else encode(text). Fine-tuning targets and the action vocabulary use it, so a cloned reply is
+   *  the token the policy samples. */
+  std::vector<int32_t> encode_reply(std::string_view text) const;
   /** Raw bytes of the tokens; may end in an incomplete UTF-8 sequence. Word-level vocabularies
    *  join words with spaces, punctuation attached to the word before it. `token_ends`, when given,
    *  receives the text's length once each token is decoded. */

@@ -16,8 +16,7 @@ std::vector<int32_t> action_vocabulary(const TrainConfig& config, const agents::
     // The actions of the env as configured (arith's depend on its max_value option).
     const std::unique_ptr<envs::Env> env = envs::make_env(id, config.env.options);
     for (const auto& action : env->actions()) {
-      const int32_t single = tokenizer.token_id(action.joined_name());
-      const std::vector<int32_t> ids = single >= 0 ? std::vector<int32_t>{single} : tokenizer.encode(action.name);
+      const std::vector<int32_t> ids = tokenizer.encode_reply(action.name);
       if (unknown >= 0 && std::find(ids.begin(), ids.end(), unknown) != ids.end()) {
         throw std::invalid_argument("action '" + action.name + "' of " + id + " is not in the model's vocabulary (it encodes to <unk>)");
       }

@@ -54,7 +54,7 @@ std::vector<SftExample> read_sft_examples(const std::string& path, const agents:
       any = true;
       SftExample example;
       example.prompt = tokenizer.encode_chat({messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(k)}, true);
-      example.target = tokenizer.encode(messages[k].content);
+      example.target = tokenizer.encode_reply(messages[k].content);
       example.target.push_back(stops.front());
       examples.push_back(std::move(example));
     }
