@@ -494,6 +494,18 @@ TEST_CASE("a group estimator trains without the critic on groups sharing their s
   CHECK(train.size() == 2u);
 }
 
+TEST_CASE("the action vocabulary refuses an action the reply limit cannot spell") {
+  const auto tokenizer = turnrl::agents::Tokenizer::load(turnrl::test::shared_path("tokenizers/qwen"));
+  TrainConfig c;
+  c.env.ids = {"crafter/balrog"};
+  c.sampling.action_tokens_only = true;
+  c.sampling.max_response_tokens = 1;  // Qwen spells "Move West" in more than one token
+  CHECK_THROWS_WITH_AS(action_vocabulary(c, tokenizer), doctest::Contains("more than sampling.max_response_tokens (1)"),
+                       std::invalid_argument);
+  c.sampling.max_response_tokens = 4;
+  CHECK(action_vocabulary(c, tokenizer).size() > 17);
+}
+
 TEST_CASE("action tokens: the tokenizer's text ends and the parser's offset agree on a real tokenizer") {
   const auto tokenizer = turnrl::agents::Tokenizer::load(turnrl::test::shared_path("tokenizers/qwen"));
   const std::string reply = "THINK: the key is ahead. ACTION: maybe\nACTION: go forward";

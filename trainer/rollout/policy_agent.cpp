@@ -20,6 +20,13 @@ std::vector<int32_t> action_vocabulary(const TrainConfig& config, const agents::
       if (unknown >= 0 && std::find(ids.begin(), ids.end(), unknown) != ids.end()) {
         throw std::invalid_argument("action '" + action.name + "' of " + id + " is not in the model's vocabulary (it encodes to <unk>)");
       }
+      if (std::ssize(ids) > config.sampling.max_response_tokens) {
+        throw std::invalid_argument("action '" + action.name + "' of " + id + " takes " + std::to_string(ids.size()) +
+                                    " tokens of the model's vocabulary, more than sampling.max_response_tokens (" +
+                                    std::to_string(config.sampling.max_response_tokens) +
+                                    "), so the policy could never name it: raise the limit, or draw a model whose vocabulary spells it "
+                                    "in one token (the tiny presets do)");
+      }
       allowed.insert(allowed.end(), ids.begin(), ids.end());
     }
   }

@@ -16,7 +16,8 @@ namespace turnrl::trainer {
 /** The tokens the policy may emit when `sampling.action_tokens_only` (empty: the whole vocabulary):
  *  each action of every task (as configured) as one token where the vocabulary has it ("turn_left"),
  *  else the tokens of its name, `sampling.extra_tokens`, and the stop tokens when replies may be
- *  longer than one token. std::invalid_argument for an action or extra token the vocabulary lacks. */
+ *  longer than one token. std::invalid_argument for an action or extra token the vocabulary lacks,
+ *  or an action longer than `sampling.max_response_tokens`. */
 std::vector<int32_t> action_vocabulary(const TrainConfig& config, const agents::Tokenizer& tokenizer);
 
 agents::SamplingParams sampling_params(const TrainConfig& config, const std::vector<int32_t>& allowed_tokens, bool greedy,
