@@ -294,9 +294,10 @@ Tokenizer Tokenizer::load(const std::string& dir) {
         if (from.empty()) throw std::runtime_error(path + ": the Replace decoder's pattern is empty");
         for (size_t id = 0; id < impl->id_to_text.size(); ++id) {
           std::string& text = impl->id_to_text[id];
-          const std::string word = text;
-          for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
-          if (text != word) impl->decoded_words.emplace(text, static_cast<int32_t>(id));
+          size_t at = text.find(from);
+          if (at == std::string::npos) continue;
+          for (; at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+          impl->decoded_words.emplace(text, static_cast<int32_t>(id));
         }
       }
     } else {
