@@ -378,7 +378,7 @@ template <int Lanes>
   for (int64_t t = 0; t < g.total; ++t) std::memcpy(values + t * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
   key_bias(g.key_mask, g.total, keys, bias);
   const GroupScratch s{keys_t, values, bias, bias + keys, keys, value_stride};
-  for_each_tile<Lanes>(g.heads * g.length, [&]<int Rows>(int64_t first) { attend_tile<Lanes, Rows>(g, s, first); });
+  for_each_tile<Lanes>(g.heads * g.length, [&]<int Rows>(int64_t first) __attribute__((always_inline)) { attend_tile<Lanes, Rows>(g, s, first); });
 }
 
 /** The gradients of one group's attention: as Group, plus the output's gradient in and the q, k and v
@@ -530,7 +530,7 @@ template <int Lanes>
   transpose_rows(g.v, g.v_row_stride, g.total, dim, keys, values_t);
   key_bias(g.key_mask, g.total, keys, bias);
   const GradScratch s{keys_t, values_t, grad_keys_t, grad_values_t, bias, probs, probs + kMaxTileRows * keys, keys};
-  for_each_tile<Lanes>(g.heads * g.length, [&]<int Rows>(int64_t first) { attend_backward_tile<Lanes, Rows>(g, s, first); });
+  for_each_tile<Lanes>(g.heads * g.length, [&]<int Rows>(int64_t first) __attribute__((always_inline)) { attend_backward_tile<Lanes, Rows>(g, s, first); });
   for (int64_t t = 0; t < g.total; ++t) {
     for (int64_t d = 0; d < dim; ++d) {
       g.grad_k[t * g.k_row_stride + d] = grad_keys_t[d * keys + t];
