@@ -185,18 +185,27 @@ TEST_CASE("a prefill step over slots of different lengths equals a step per slot
   const torch::Tensor prefixes = torch::randint(5, 200, {2, 9}, torch::kInt64);
   const torch::Tensor rest = torch::randint(5, 200, {2, 6}, torch::kInt64);
   const std::vector<int64_t> cached = {9, 3}, real = {6, 4};  // row 1: a shorter prefix and a padded rest
+  const int64_t steps = rest.size(1);
 
-  SlotCache together(module->config(), options);
-  for (int64_t b = 0; b < 2; ++b) module->forward(prefixes[b].narrow(0, 0, cached[static_cast<size_t>(b)]).unsqueeze(0), together, b);
+  SlotCache together(module->config(), options), last_only(module->config(), options);
+  for (int64_t b = 0; b < 2; ++b) {
+    for (SlotCache* cache : {&together, &last_only}) {
+      module->forward(prefixes[b].narrow(0, 0, cached[static_cast<size_t>(b)]).unsqueeze(0), *cache, b);
+    }
+  }
   const torch::Tensor both = module->forward(rest, together, 0, real);
+  const torch::Tensor both_last = module->forward(rest, last_only, 0, real, 1);
+  CHECK(both_last.size(1) == 1);
   for (int64_t b = 0; b < 2; ++b) {
     INFO("row " << b);
     SlotCache alone(module->config(), options);
     module->forward(prefixes[b].narrow(0, 0, cached[static_cast<size_t>(b)]).unsqueeze(0), alone, 0);
     const int64_t n = real[static_cast<size_t>(b)];
-    const torch::Tensor one = module->forward(rest[b].narrow(0, 0, n).unsqueeze(0), alone, 0);
+    const torch::Tensor one = module->forward(rest[b].narrow(0, steps - n, n).unsqueeze(0), alone, 0);  // left-padded: the last n
     CHECK(together.length(b) == cached[static_cast<size_t>(b)] + n);
-    CHECK(torch::allclose(both[b].narrow(0, 0, n), one[0], 1e-5, 1e-5));
+    CHECK(torch::allclose(both[b].narrow(0, steps - n, n), one[0], 1e-5, 1e-5));
+    CHECK(torch::allclose(both_last[b][0], one[0][n - 1], 1e-5, 1e-5));  // the last position alone, same cache
+    CHECK(torch::allclose(last_only.copy_out(b, 0, last_only.length(b)).kv, alone.copy_out(0, 0, alone.length(0)).kv, 1e-5, 1e-5));
     // The slot's entries moved down to its length: a decoding step continues it as the lone slot's.
     const torch::Tensor next = torch::full({1, 1}, 17, torch::kInt64);
     CHECK(torch::allclose(together.copy_out(b, 0, together.length(b)).kv, alone.copy_out(0, 0, alone.length(0)).kv, 1e-5, 1e-5));

@@ -149,7 +149,7 @@ struct ContinuousBatcher::Impl {
   }
 
   /** Prefills waiting requests into free slots while the batch has room: groups of prompts of
-   *  similar length in one forward pass each, each prompt after its cached prefix, right-padded to
+   *  similar length in one forward pass each, each prompt after its cached prefix, left-padded to
    *  the longest rest (each row's causal keys are its own tokens only). */
   void admit(std::vector<Sequence>& done) {
     torch::NoGradGuard no_grad;
@@ -196,13 +196,12 @@ struct ContinuousBatcher::Impl {
       auto ids_a = ids.accessor<int64_t, 2>();
       for (int64_t b = 0; b < rows; ++b) {
         const std::vector<int32_t>& prompt = running[static_cast<size_t>(first + b)].request.prompt;
-        const int64_t from = reused[static_cast<size_t>(b)];
-        for (size_t t = static_cast<size_t>(from); t < prompt.size(); ++t) ids_a[b][static_cast<int64_t>(t) - from] = prompt[t];
+        const int64_t from = reused[static_cast<size_t>(b)], padding = longest - lengths[static_cast<size_t>(b)];
+        for (size_t t = static_cast<size_t>(from); t < prompt.size(); ++t) ids_a[b][padding + static_cast<int64_t>(t) - from] = prompt[t];
       }
-      const torch::Tensor hidden = module->forward(ids.to(device()), cache, first, lengths);
-      const torch::Tensor last = torch::tensor(lengths, torch::kInt64).sub_(1).to(device());
-      const torch::Tensor logits =
-          module->logits(hidden.index({torch::arange(rows, last.options()), last})).to(torch::kCPU).contiguous();
+      // Left-padded rows end together: the last layer computes the last position alone.
+      const torch::Tensor hidden = module->forward(ids.to(device()), cache, first, lengths, 1);
+      const torch::Tensor logits = module->logits(hidden.select(1, 0)).to(torch::kCPU).contiguous();
       const float* data = logits.data_ptr<float>();
       for (int64_t b = 0; b < rows; ++b) {
         Sequence& sequence = running[static_cast<size_t>(first + b)];

@@ -241,8 +241,8 @@ constexpr int64_t kMaxLanes = 16;  // scratch rows are padded to this, whatever 
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-/** Scratch for one group: keys transposed [dim][keys], values [keys][dim padded], a key bias
- *  and the scores of up to kMaxTileRows rows. */
+/** Scratch for one group: its real keys transposed [dim][keys], their values [keys][dim padded],
+ *  the real keys each query position sees, and the scores of up to kMaxTileRows rows. */
 constexpr int64_t kMaxTileRows = 8;
 int64_t scratch_floats(int64_t dim, int64_t total) {
   const int64_t keys = round_up(total, kMaxLanes);
@@ -250,10 +250,10 @@ int64_t scratch_floats(int64_t dim, int64_t total) {
 }
 
 struct GroupScratch {
-  const float* keys_t;  // [dim][keys]
-  const float* values;  // [keys][value_stride], zero beyond dim
-  const float* bias;    // [keys]: 0 for a real key, -inf for padding and beyond total
-  float* scores;        // [rows][keys]
+  const float* keys_t;   // [dim][keys]: the real keys in order, zeros after them
+  const float* values;   // [keys][value_stride], likewise, zero beyond dim
+  const float* visible;  // [length]: query i sees the first visible[i] of them
+  float* scores;         // [rows][keys]
   int64_t keys, value_stride;
 };
 
@@ -287,7 +287,7 @@ template <int Lanes, int Rows, int Columns>
 template <int Lanes, int Rows>
 [[gnu::always_inline]] inline void attend_tile(const Group& g, const GroupScratch& s, int64_t first) {
   using V = Vec<Lanes>;
-  const int64_t dim = g.dim, past = g.total - g.length;
+  const int64_t dim = g.dim;
   const float* q[Rows];
   float* out[Rows];
   float visible[Rows];  // the row sees keys [0, visible)
@@ -296,8 +296,8 @@ template <int Lanes, int Rows>
     const int64_t head = (first + r) / g.length, i = (first + r) % g.length;
     q[r] = g.q + i * g.q_row_stride + head * dim;
     out[r] = g.out + i * g.out_row_stride + head * dim;
-    visible[r] = static_cast<float>(past + i + 1);
-    blocks = std::max(blocks, (past + i + Lanes) / Lanes);
+    visible[r] = s.visible[i];
+    blocks = std::max(blocks, (static_cast<int64_t>(visible[r]) + Lanes - 1) / Lanes);
   }
   const float scale = kLog2e / std::sqrt(static_cast<float>(dim));  // scores in base 2: softmax is the same
   V lane_index;
@@ -311,9 +311,9 @@ template <int Lanes, int Rows>
       const V key = load<Lanes>(s.keys_t + d * s.keys + at);
       for (int r = 0; r < Rows; ++r) dot[r] += q[r][d] * key;
     }
-    const V index = lane_index + static_cast<float>(at), key_bias = load<Lanes>(s.bias + at);
+    const V index = lane_index + static_cast<float>(at);
     for (int r = 0; r < Rows; ++r) {
-      const V score = select<Lanes>(index < visible[r], dot[r] * scale + key_bias, splat<Lanes>(-kInf));
+      const V score = select<Lanes>(index < visible[r], dot[r] * scale, splat<Lanes>(-kInf));
       store<Lanes>(s.scores + r * s.keys + at, score);
       row_max[r] = select<Lanes>(score > row_max[r], score, row_max[r]);
     }
@@ -367,17 +367,27 @@ template <int Lanes, class Tile>
   for (; first < rows; ++first) tile.template operator()<1>(first);
 }
 
+// Only the real keys are gathered, so a masked key costs nothing: the gap before a prefill row
+// whose slot is shorter than the batch's longest, or a decoding row's keys beyond its length.
+// Query i (cache index past + i) sees the real keys up to that index, a prefix of the gathered ones.
 template <int Lanes>
 [[gnu::always_inline]] inline void attend(const Group& g, float* scratch) {
-  const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes), value_stride = round_up(dim, Lanes);
+  const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes), value_stride = round_up(dim, Lanes), past = g.total - g.length;
   float* const keys_t = scratch;
   float* const values = keys_t + dim * keys;
-  float* const bias = values + keys * value_stride;
-  std::fill(keys_t, bias, 0.0f);
-  transpose_rows(g.k, g.k_row_stride, g.total, dim, keys, keys_t);
-  for (int64_t t = 0; t < g.total; ++t) std::memcpy(values + t * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
-  key_bias(g.key_mask, g.total, keys, bias);
-  const GroupScratch s{keys_t, values, bias, bias + keys, keys, value_stride};
+  float* const visible = values + keys * value_stride;
+  std::fill(keys_t, visible, 0.0f);
+  int64_t real = 0;
+  for (int64_t t = 0; t < g.total; ++t) {
+    if (g.key_mask[t]) {
+      const float* key = g.k + t * g.k_row_stride;
+      for (int64_t d = 0; d < dim; ++d) keys_t[d * keys + real] = key[d];
+      std::memcpy(values + real * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
+      ++real;
+    }
+    if (t >= past) visible[t - past] = static_cast<float>(real);
+  }
+  const GroupScratch s{keys_t, values, visible, visible + keys, keys, value_stride};
   for_each_tile<Lanes>(g.heads * g.length, [&]<int Rows>(int64_t first) __attribute__((always_inline)) { attend_tile<Lanes, Rows>(g, s, first); });
 }
 

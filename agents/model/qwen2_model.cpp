@@ -121,10 +121,13 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int
     }
   }
   // A one-token step writes each row at its own length. A longer one writes every row at the
-  // longest length, the causal rule's place for query i (T - L + i); a shorter row's gap is masked,
-  // and end_step moves its entries down.
+  // longest length, the causal rule's place for query i (T - L + i); a row's padding and, for a
+  // shorter slot, the gap before its tokens are masked, and end_step moves its entries down.
   step_at_.resize(static_cast<size_t>(rows));
-  for (int64_t b = 0; b < rows; ++b) step_at_[static_cast<size_t>(b)] = step_length == 1 ? lengths_[static_cast<size_t>(first + b)] : longest;
+  for (int64_t b = 0; b < rows; ++b) {
+    const int64_t padding = step_length - step_tokens_[static_cast<size_t>(b)];
+    step_at_[static_cast<size_t>(b)] = step_length == 1 ? lengths_[static_cast<size_t>(first + b)] : longest + padding;
+  }
   const int64_t total = longest + step_length;
   TORCH_CHECK(total <= max_positions_, "position beyond max_position_embeddings (", max_positions_, ")");
   reserve(first + rows, total);
@@ -134,7 +137,8 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int
   auto mask_a = key_mask.accessor<bool, 2>();
   for (int64_t b = 0; b < rows; ++b) {
     const int64_t length = lengths_[static_cast<size_t>(first + b)], at = step_at_[static_cast<size_t>(b)];
-    for (int64_t i = 0; i < step_length; ++i) positions_a[b][i] = length + i;
+    const int64_t padding = step_length - step_tokens_[static_cast<size_t>(b)];
+    for (int64_t i = 0; i < step_length; ++i) positions_a[b][i] = length + std::max<int64_t>(i - padding, 0);
     for (int64_t j = 0; j < length; ++j) mask_a[b][j] = true;
     for (int64_t j = at; j < at + step_tokens_[static_cast<size_t>(b)]; ++j) mask_a[b][j] = true;
   }
@@ -158,12 +162,10 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::append(size_t layer, const to
     // index_put_, unlike copy_, does not convert.
     keys.index_put_({slot_index, Slice(), at_index}, k.squeeze(2).to(keys.scalar_type()));
     values.index_put_({slot_index, Slice(), at_index}, v.squeeze(2).to(values.scalar_type()));
-  } else {
-    for (int64_t b = 0; b < step_rows_; ++b) {
-      const int64_t at = step_at_[static_cast<size_t>(b)];
-      keys[step_first_ + b].narrow(1, at, step_length_).copy_(k[b]);
-      values[step_first_ + b].narrow(1, at, step_length_).copy_(v[b]);
-    }
+  } else {  // the whole step, padding first, at the longest length
+    const int64_t at = step_total_ - step_length_;
+    keys.narrow(0, step_first_, step_rows_).narrow(2, at, step_length_).copy_(k);
+    values.narrow(0, step_first_, step_rows_).narrow(2, at, step_length_).copy_(v);
   }
   return {keys.narrow(0, step_first_, step_rows_).narrow(2, 0, step_total_),
           values.narrow(0, step_first_, step_rows_).narrow(2, 0, step_total_)};
@@ -534,9 +536,10 @@ torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, const torch::Ten
   return run(ids, positions, key_mask, cache ? cache->length() : 0, cache, keep_last);
 }
 
-torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, SlotCache& cache, int64_t first_slot, const std::vector<int64_t>& tokens) {
+torch::Tensor Qwen2ModelImpl::forward(const torch::Tensor& ids, SlotCache& cache, int64_t first_slot, const std::vector<int64_t>& tokens,
+                                      int64_t keep_last) {
   const auto [positions, key_mask] = cache.begin_step(first_slot, ids.size(0), ids.size(1), tokens);
-  torch::Tensor hidden = run(ids, positions, key_mask, key_mask.size(1) - ids.size(1), &cache);
+  torch::Tensor hidden = run(ids, positions, key_mask, key_mask.size(1) - ids.size(1), &cache, keep_last);
   cache.end_step();
   return hidden;
 }

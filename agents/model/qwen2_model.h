@@ -60,9 +60,10 @@ class SlotCache : public KVStore {
   void copy_in(int64_t slot, int64_t at, const KVBlock& block, int64_t count);
 
   /** Rows b of a step [B, L] continue slots first + b with `tokens[b]` real tokens each (empty: all
-   *  L), right-padded to L. Returns their positions [B, L] and the key mask [B, T]. Slots may differ
-   *  in length: with L > 1 a shorter slot's step is written after a masked gap (the causal rule
-   *  puts query i at T - L + i) and moved down to its length by end_step. */
+   *  L), left-padded to L: every row's last token is the step's last. Returns their positions [B, L]
+   *  and the key mask [B, T]. Slots may differ in length: with L > 1 a shorter slot's step is written
+   *  after a masked gap (the causal rule puts query i at T - L + i) and moved down to its length by
+   *  end_step. */
   std::pair<torch::Tensor, torch::Tensor> begin_step(int64_t first, int64_t rows, int64_t step_length,
                                                      const std::vector<int64_t>& tokens = {});
   std::pair<torch::Tensor, torch::Tensor> append(size_t layer, const torch::Tensor& k, const torch::Tensor& v) override;
@@ -196,9 +197,11 @@ class Qwen2ModelImpl : public torch::nn::Module {
    */
   torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& key_mask,
                         KVCache* cache = nullptr, int64_t keep_last = 0);
-  /** Ids [B, L] continuing cache slots first_slot + b, row b's first `tokens[b]` real (empty: all;
-   *  see SlotCache::begin_step); appends to them. */
-  torch::Tensor forward(const torch::Tensor& ids, SlotCache& cache, int64_t first_slot, const std::vector<int64_t>& tokens = {});
+  /** Ids [B, L] continuing cache slots first_slot + b, row b's last `tokens[b]` real (empty: all;
+   *  see SlotCache::begin_step); appends to them. `keep_last` as above: a prefill needs its last
+   *  position only. */
+  torch::Tensor forward(const torch::Tensor& ids, SlotCache& cache, int64_t first_slot, const std::vector<int64_t>& tokens = {},
+                        int64_t keep_last = 0);
   /** Float32 logits [B, L, V] (tied models use the embedding matrix). */
   torch::Tensor logits(const torch::Tensor& hidden);
   /** Per-token values [B, L]; requires the value head. */
