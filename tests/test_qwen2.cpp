@@ -235,6 +235,31 @@ TEST_CASE("fused attention: the same split over threads as on one, and equal to 
   CHECK_THROWS_AS(cpu_kernels::set_threads(0), std::invalid_argument);
 }
 
+TEST_CASE("fused attention: masked keys change no bit, in blocks or scattered, and a fully masked query gets zeros") {
+  torch::manual_seed(6);
+  torch::NoGradGuard no_grad;
+  const int64_t batch = 3, length = 40, heads = 4, kv_heads = 2, dim = 16, total = 100;
+  const torch::Tensor q = torch::randn({batch, length, heads, dim});
+  const torch::Tensor k = torch::randn({batch, kv_heads, total, dim}), v = torch::randn({batch, kv_heads, total, dim});
+  torch::Tensor key_mask = torch::rand({batch, total}) > 0.2;  // scattered masked keys
+  key_mask[2].narrow(0, 0, total - length + 5).fill_(false);    // row 2: its first five queries see nothing
+  const torch::Tensor plain = cpu_kernels::attention(q, k, v, key_mask);
+  CHECK(torch::equal(plain[2].narrow(0, 0, 5), torch::zeros({5, heads * dim})));
+  // 48 masked keys of any value inserted at index 32 (a multiple of every vector width) and at the
+  // front: the kernel leaves such blocks out, so the output must be the same bit for bit.
+  const int64_t inserted = 48;
+  const auto widen = [&](const torch::Tensor& x, int64_t at) {
+    return torch::cat({x.narrow(2, 0, at), 1e3 * torch::randn({batch, kv_heads, inserted, dim}), x.narrow(2, at, total - at)}, 2);
+  };
+  const auto widen_mask = [&](int64_t at) {
+    return torch::cat({key_mask.narrow(1, 0, at), torch::zeros({batch, inserted}, torch::kBool), key_mask.narrow(1, at, total - at)}, 1);
+  };
+  for (const int64_t at : {int64_t{0}, int64_t{32}}) {
+    INFO("masked block at " << at);
+    CHECK(torch::equal(cpu_kernels::attention(q, widen(k, at), widen(v, at), widen_mask(at)), plain));
+  }
+}
+
 TEST_CASE("trainable attention: gradients equal autograd through a plain softmax; the model trains through it") {
   torch::manual_seed(7);
   // GQA and plain heads; head sizes 16, 12 (no vector width divides it) and 64; only the last

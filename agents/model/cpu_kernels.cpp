@@ -241,18 +241,19 @@ constexpr int64_t kMaxLanes = 16;  // scratch rows are padded to this, whatever 
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-/** Scratch for one group: its real keys transposed [dim][keys], their values [keys][dim padded],
- *  the real keys each query position sees, and the scores of up to kMaxTileRows rows. */
+/** Scratch for one group: its gathered keys transposed [dim][keys], their values [keys][dim
+ *  padded], a key bias, the keys each query position sees, and the scores of up to kMaxTileRows rows. */
 constexpr int64_t kMaxTileRows = 8;
 int64_t scratch_floats(int64_t dim, int64_t total) {
   const int64_t keys = round_up(total, kMaxLanes);
-  return keys * (dim + round_up(dim, kMaxLanes) + 1 + kMaxTileRows);
+  return keys * (dim + round_up(dim, kMaxLanes) + 2 + kMaxTileRows);
 }
 
 struct GroupScratch {
-  const float* keys_t;   // [dim][keys]: the real keys in order, zeros after them
-  const float* values;   // [keys][value_stride], likewise, zero beyond dim
-  const float* visible;  // [length]: query i sees the first visible[i] of them
+  const float* keys_t;   // [dim][keys]
+  const float* values;   // [keys][value_stride], zero beyond dim
+  const float* bias;     // [keys]: 0 for a real key, -inf for a masked one and beyond the last
+  const float* visible;  // [length]: query i sees the first visible[i] gathered keys
   float* scores;         // [rows][keys]
   int64_t keys, value_stride;
 };
@@ -311,9 +312,9 @@ template <int Lanes, int Rows>
       const V key = load<Lanes>(s.keys_t + d * s.keys + at);
       for (int r = 0; r < Rows; ++r) dot[r] += q[r][d] * key;
     }
-    const V index = lane_index + static_cast<float>(at);
+    const V index = lane_index + static_cast<float>(at), key_bias = load<Lanes>(s.bias + at);
     for (int r = 0; r < Rows; ++r) {
-      const V score = select<Lanes>(index < visible[r], dot[r] * scale, splat<Lanes>(-kInf));
+      const V score = select<Lanes>(index < visible[r], dot[r] * scale + key_bias, splat<Lanes>(-kInf));
       store<Lanes>(s.scores + r * s.keys + at, score);
       row_max[r] = select<Lanes>(score > row_max[r], score, row_max[r]);
     }
@@ -357,7 +358,9 @@ inline void key_bias(const bool* key_mask, int64_t total, int64_t keys, float* b
 }
 
 /** Runs `tile.operator()<Rows>(first)` over `rows` query rows: wide tiles where the registers allow,
- *  single rows for the rest (a decoding step has few rows). Both scratch layouts hold kMaxTileRows. */
+ *  single rows for the rest (a decoding step has few rows). Both scratch layouts hold kMaxTileRows.
+ *  A `tile` lambda must be always_inline: otherwise its operator() is a function of its own, built
+ *  for the baseline target, and the wide vectors go through SSE registers (8x slower). */
 template <int Lanes, class Tile>
 [[gnu::always_inline]] inline void for_each_tile(int64_t rows, Tile&& tile) {
   constexpr int kWide = Lanes == 16 ? 8 : 4;
@@ -367,27 +370,36 @@ template <int Lanes, class Tile>
   for (; first < rows; ++first) tile.template operator()<1>(first);
 }
 
-// Only the real keys are gathered, so a masked key costs nothing: the gap before a prefill row
-// whose slot is shorter than the batch's longest, or a decoding row's keys beyond its length.
-// Query i (cache index past + i) sees the real keys up to that index, a prefix of the gathered ones.
+// Blocks of Lanes keys none of which is real are left out, so masked runs cost next to nothing: a
+// batch's left padding, the gap before a shorter slot's prefill, a decoding row's keys beyond its
+// length. Gathered keys keep their lane and order, and a left-out block only ever added zeros, so
+// the output is bit for bit the full pass's. Query i (key index past + i) sees the gathered keys
+// up to that one.
 template <int Lanes>
 [[gnu::always_inline]] inline void attend(const Group& g, float* scratch) {
   const int64_t dim = g.dim, keys = round_up(g.total, kMaxLanes), value_stride = round_up(dim, Lanes), past = g.total - g.length;
   float* const keys_t = scratch;
   float* const values = keys_t + dim * keys;
-  float* const visible = values + keys * value_stride;
-  std::fill(keys_t, visible, 0.0f);
-  int64_t real = 0;
-  for (int64_t t = 0; t < g.total; ++t) {
-    if (g.key_mask[t]) {
-      const float* key = g.k + t * g.k_row_stride;
-      for (int64_t d = 0; d < dim; ++d) keys_t[d * keys + real] = key[d];
-      std::memcpy(values + real * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
-      ++real;
+  float* const bias = values + keys * value_stride;
+  float* const visible = bias + keys;
+  std::fill(keys_t, bias, 0.0f);
+  int64_t gathered = 0;  // keys gathered so far: a multiple of Lanes before the last block
+  for (int64_t start = 0; start < g.total; start += Lanes) {
+    const int64_t end = std::min(start + Lanes, g.total);
+    const bool any_real = std::find(g.key_mask + start, g.key_mask + end, true) != g.key_mask + end;
+    for (int64_t t = std::max(start, past); t < end; ++t) {
+      visible[t - past] = static_cast<float>(any_real ? gathered + (t - start) + 1 : gathered);
     }
-    if (t >= past) visible[t - past] = static_cast<float>(real);
+    if (!any_real) continue;
+    transpose_rows(g.k + start * g.k_row_stride, g.k_row_stride, end - start, dim, keys, keys_t + gathered);
+    for (int64_t t = start; t < end; ++t) {
+      std::memcpy(values + (gathered + t - start) * value_stride, g.v + t * g.v_row_stride, dim * sizeof(float));
+    }
+    key_bias(g.key_mask + start, end - start, end - start, bias + gathered);
+    gathered += end - start;
   }
-  const GroupScratch s{keys_t, values, visible, visible + keys, keys, value_stride};
+  std::fill(bias + gathered, bias + keys, -kInf);
+  const GroupScratch s{keys_t, values, bias, visible, visible + keys, keys, value_stride};
   for_each_tile<Lanes>(g.heads * g.length, [&]<int Rows>(int64_t first) __attribute__((always_inline)) { attend_tile<Lanes, Rows>(g, s, first); });
 }
 
