@@ -199,13 +199,19 @@ TEST_CASE("keep_last: the last positions' hidden states and gradients equal the 
   CHECK((model->forward(ids, positions, mask, nullptr, length + 3) - model->forward(ids, positions, mask)).abs().max().item<double>() == 0.0);
 }
 
+/** Random q [B, L, H, D] and k, v [B, KV, T, D], as the fused attention reads them. */
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> random_attention_inputs(int64_t batch, int64_t length, int64_t heads,
+                                                                                int64_t kv_heads, int64_t dim, int64_t total) {
+  return {torch::randn({batch, length, heads, dim}), torch::randn({batch, kv_heads, total, dim}), torch::randn({batch, kv_heads, total, dim})};
+}
+
 TEST_CASE("fused attention: the same split over threads as on one, and equal to a plain softmax") {
   torch::manual_seed(5);
   torch::NoGradGuard no_grad;
   // Large enough to be split: 16 (batch, KV head) groups, 2 query heads each, over a 32-key prefix.
   const int64_t batch = 8, length = 128, heads = 4, kv_heads = 2, dim = 32, total = 160;
-  const torch::Tensor q = torch::randn({batch, length, heads, dim});
-  const torch::Tensor k = torch::randn({batch, kv_heads, total, dim}), v = torch::randn({batch, kv_heads, total, dim});
+  torch::Tensor q, k, v;
+  std::tie(q, k, v) = random_attention_inputs(batch, length, heads, kv_heads, dim, total);
   torch::Tensor key_mask = torch::ones({batch, total}, torch::kBool);
   key_mask[0].narrow(0, 0, 20).fill_(false);
   key_mask[3].narrow(0, 50, 10).fill_(false);
@@ -239,8 +245,8 @@ TEST_CASE("fused attention: masked keys change no bit, in blocks or scattered, a
   torch::manual_seed(6);
   torch::NoGradGuard no_grad;
   const int64_t batch = 3, length = 40, heads = 4, kv_heads = 2, dim = 16, total = 100;
-  const torch::Tensor q = torch::randn({batch, length, heads, dim});
-  const torch::Tensor k = torch::randn({batch, kv_heads, total, dim}), v = torch::randn({batch, kv_heads, total, dim});
+  torch::Tensor q, k, v;
+  std::tie(q, k, v) = random_attention_inputs(batch, length, heads, kv_heads, dim, total);
   torch::Tensor key_mask = torch::rand({batch, total}) > 0.2;  // scattered masked keys
   key_mask[2].narrow(0, 0, total - length + 5).fill_(false);    // row 2: its first five queries see nothing
   const torch::Tensor plain = cpu_kernels::attention(q, k, v, key_mask);
