@@ -123,11 +123,6 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int
   // A one-token step writes each row at its own length. A longer one writes every row at the
   // longest length, the causal rule's place for query i (T - L + i); a row's padding and, for a
   // shorter slot, the gap before its tokens are masked, and end_step moves its entries down.
-  step_at_.resize(static_cast<size_t>(rows));
-  for (int64_t b = 0; b < rows; ++b) {
-    const int64_t padding = step_length - step_tokens_[static_cast<size_t>(b)];
-    step_at_[static_cast<size_t>(b)] = step_length == 1 ? lengths_[static_cast<size_t>(first + b)] : longest + padding;
-  }
   const int64_t total = longest + step_length;
   TORCH_CHECK(total <= max_positions_, "position beyond max_position_embeddings (", max_positions_, ")");
   reserve(first + rows, total);
@@ -135,12 +130,14 @@ std::pair<torch::Tensor, torch::Tensor> SlotCache::begin_step(int64_t first, int
   torch::Tensor key_mask = torch::zeros({rows, total}, torch::kBool);
   auto positions_a = positions.accessor<int64_t, 2>();
   auto mask_a = key_mask.accessor<bool, 2>();
+  step_at_.resize(static_cast<size_t>(rows));
   for (int64_t b = 0; b < rows; ++b) {
-    const int64_t length = lengths_[static_cast<size_t>(first + b)], at = step_at_[static_cast<size_t>(b)];
-    const int64_t padding = step_length - step_tokens_[static_cast<size_t>(b)];
+    const int64_t length = lengths_[static_cast<size_t>(first + b)], real = step_tokens_[static_cast<size_t>(b)];
+    const int64_t padding = step_length - real, at = step_length == 1 ? length : longest + padding;
+    step_at_[static_cast<size_t>(b)] = at;
     for (int64_t i = 0; i < step_length; ++i) positions_a[b][i] = length + std::max<int64_t>(i - padding, 0);
     for (int64_t j = 0; j < length; ++j) mask_a[b][j] = true;
-    for (int64_t j = at; j < at + step_tokens_[static_cast<size_t>(b)]; ++j) mask_a[b][j] = true;
+    for (int64_t j = at; j < at + real; ++j) mask_a[b][j] = true;
   }
   step_first_ = first;
   step_rows_ = rows;
