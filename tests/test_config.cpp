@@ -79,7 +79,7 @@ TEST_CASE("every shipped config loads to its fixture: the loader before issue 47
     CHECK_MESSAGE(flat(now) == flat(before), name);
     ++checked;
   }
-  CHECK(checked == 23);
+  CHECK(checked == 24);
   // Every default, the format stage's and the reward sections' included.
   const std::string defaults = write_file("defaults.yaml", "model: {path: m}\nformat: {model: f}\n"
                                                              "reward: {manager: [env, process], scorer: {url: \"http://127.0.0.1:1/score\"}}\n");
