@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -10,6 +11,7 @@
 #include <zlib.h>
 
 #include "envs/babaisai/babaisai_env.h"
+#include "envs/babaisai/rule_changes.h"
 #include "envs/babaisai/text.h"
 #include "envs/expert.h"
 #include "envs/golden.h"
@@ -342,6 +344,52 @@ TEST_CASE("rules form horizontally and vertically, in discovery order, and repla
   const Object& door = replace.objects[replace.grid.top({6, 6})];
   CHECK(door.thing == Thing::kDoor);
   CHECK(door.color == Color::kRed);
+}
+
+TEST_CASE("rule changes count once an episode: a rule formed, a starting rule broken") {
+  World world = empty_room(9, 9);
+  world.add({4, 4}, Object::default_thing(Thing::kBaba));
+  add_rule(world, Thing::kBaba, Property::kAgent, {1, 7});
+  add_rule(world, Thing::kWall, Property::kStop, {1, 1});
+  world.start_episode();
+  RuleChanges changes;
+  changes.start_episode();
+  changes.start_level(world.rules);
+  CHECK(changes.count_new(world.rules) == 0);
+
+  Ruleset changed;  // "wall is stop" broken, "wall is win" formed
+  changed.add(world.rules.rules()[1]);
+  changed.add(Rule{Thing::kWall, false, Property::kGoal});
+  CHECK(changes.count_new(changed) == 2);
+  CHECK(changes.count_new(changed) == 0);
+  CHECK(changes.count_new(world.rules) == 0);  // back to the start: nothing new
+  changes.start_episode();
+  CHECK(changes.count_new(changed) == 2);
+}
+
+TEST_CASE("the rule-change reward: the expert's make-rule win pays its rule changes, the rest is BALROG's") {
+  for (const char* level : {"babaisai/make_win", "babaisai/goto_win"}) {
+    auto plain = make_env(level);
+    auto paid = make_env(level, {{"rule_change_reward", 25}});
+    for (uint64_t seed = 9200; seed < 9203; ++seed) {
+      plain->reset(seed);
+      paid->reset(seed);
+      double bonus = 0.0;
+      for (StepResult step; !step.terminated;) {
+        const int action = expert_move(*plain, seed).action;
+        step = plain->step(action);
+        const StepResult paid_step = paid->step(action);
+        REQUIRE(paid->observe_text().long_term == plain->observe_text().long_term);
+        const double extra = paid_step.reward - step.reward;
+        CHECK(std::fmod(extra, 0.25) == doctest::Approx(0.0));
+        bonus += extra;
+      }
+      INFO(level << " seed " << seed);
+      CHECK(paid->progression() == plain->progression());
+      if (std::string(level) == "babaisai/make_win") CHECK(bonus >= 0.25);  // the win rule was made
+      else CHECK(bonus == 0.0);  // a goto level's expert changes no rule
+    }
+  }
 }
 
 TEST_CASE("text: the singular step for left/up, plural for right/down, listing order") {

@@ -405,6 +405,26 @@ TEST_CASE("invalid-action penalty, terminated vs truncated") {
   CHECK(batch.turns[2].turn_index == 0);
 }
 
+TEST_CASE("binary reward: only a winning step's reward becomes 1; a rule change's stays as paid") {
+  trainer::TurnSettings turn;
+  turn.reply_format = envs::ReplyFormat::kActionTag;
+  turn.binary_reward = true;
+  trainer::EnvSlot slot(envs::make_env("babaisai/make_win", {{"rule_change_reward", 20}}), turn, 1);
+  const uint64_t seed = 9200;
+  slot.begin_episode(seed);
+  std::vector<double> rewards;
+  while (!slot.done()) {
+    const int action = envs::expert_move(slot.env(), seed).action;
+    rewards.push_back(slot.apply("ACTION: " + slot.env().actions()[action].name).reward);
+  }
+  REQUIRE(slot.env().progression() == 1.0);
+  CHECK(rewards.back() == 1.0);
+  rewards.pop_back();
+  // The win rule is made before the win; no step before it is binarised to 1.
+  CHECK(*std::max_element(rewards.begin(), rewards.end()) >= 0.2);
+  CHECK(*std::max_element(rewards.begin(), rewards.end()) < 1.0);
+}
+
 TEST_CASE("garbled replies never crash and always end in a valid action") {
   std::string binary;
   for (int c = 0; c < 256; ++c) binary.push_back(static_cast<char>(c));

@@ -7,8 +7,8 @@
 
 namespace turnrl::envs::babaisai {
 
-BabaIsAIEnv::BabaIsAIEnv(std::string id, LevelConfig config, int max_steps)
-    : id_(std::move(id)), config_(config), max_steps_(max_steps) {}
+BabaIsAIEnv::BabaIsAIEnv(std::string id, LevelConfig config, int max_steps, int rule_change_reward)
+    : id_(std::move(id)), config_(config), max_steps_(max_steps), rule_change_reward_(rule_change_reward / 100.0) {}
 
 void BabaIsAIEnv::require_reset() const {
   if (!has_reset_) throw std::logic_error("env " + id_ + ": call reset() before stepping or observing");
@@ -20,6 +20,7 @@ void BabaIsAIEnv::generate() {
   world_.max_steps = max_steps_;
   progression_ = 0.0;
   you_pos_ = you_position(world_).value();  // every generator writes "baba is you" and places baba
+  rule_changes_.start_level(world_.rules);
 }
 
 void BabaIsAIEnv::reset(uint64_t seed) {
@@ -28,6 +29,7 @@ void BabaIsAIEnv::reset(uint64_t seed) {
                             " does not fit numpy's np.random.seed (must be below 2**32)");
   }
   random_.seed_with(static_cast<uint32_t>(seed));
+  rule_changes_.start_episode();
   generate();
   has_reset_ = true;
   level_was_reset_ = false;
@@ -50,6 +52,7 @@ StepResult BabaIsAIEnv::step(int action) {
   }
   StepResult result;
   result.reward = outcome.reward;
+  if (you && rule_change_reward_ > 0.0) result.reward += rule_change_reward_ * rule_changes_.count_new(world_.rules);
   result.terminated = outcome.done;  // gym-compatibility: done -> terminated, never truncated
   return result;
 }
@@ -64,6 +67,7 @@ std::string BabaIsAIEnv::serialize_state() const {
   out.put(level_was_reset_ ? rules_before_reset_ : std::string());
   out.put(target_plan_);
   out.put(progression_);
+  if (rule_change_reward_ > 0.0) rule_changes_.write(out);
   return out.take();
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "envs/babaisai/levels.h"
+#include "envs/babaisai/rule_changes.h"
 #include "envs/babaisai/world.h"
 #include "envs/common/numpy_random.h"
 #include "envs/env.h"
@@ -16,7 +17,10 @@ inline constexpr std::string_view kResetNotice = "[...] IS YOU rule was broken, 
 
 class BabaIsAIEnv final : public Env {
  public:
-  BabaIsAIEnv(std::string id, LevelConfig config, int max_steps = 100);
+  /** `rule_change_reward` (in percent of a win's 1.0) is added to a step's reward for each rule
+   *  change new to the episode (RuleChanges); 0 keeps BALROG's reward. A step that reset the
+   *  level pays none. */
+  BabaIsAIEnv(std::string id, LevelConfig config, int max_steps = 100, int rule_change_reward = 0);
 
   const std::string& id() const override { return id_; }
   /** BALROG seeds numpy's global generator with the episode seed, which must fit 32 bits. */
@@ -34,7 +38,8 @@ class BabaIsAIEnv final : public Env {
   double progression() const override { return progression_; }
   /** Every cell's stack by object content (pool ids left out: they only name objects), the text's
    *  "you" position, a level reset's notice, the level plan and the progression. The active rules
-   *  are read off the grid, and the world's agent position/direction feed nothing, so both are out. */
+   *  are read off the grid, and the world's agent position/direction feed nothing, so both are out.
+   *  With a rule-change reward, the changes already paid are in too. */
   std::string serialize_state() const override;
 
   const World& world() const { return world_; }
@@ -52,6 +57,8 @@ class BabaIsAIEnv final : public Env {
   std::string id_;
   LevelConfig config_;
   int max_steps_;
+  double rule_change_reward_;
+  RuleChanges rule_changes_;
   RandomState random_;
   World world_;
   std::string target_plan_;

@@ -21,15 +21,17 @@ const LevelId* find_level(std::string_view name) {
 namespace {
 
 const std::vector<IntOption>& options_accepted() {
-  static const std::vector<IntOption> options = {{"max_steps", 100, 1, 1000000, "turn limit of an episode"}};
+  static const std::vector<IntOption> options = {
+      {"max_steps", 100, 1, 1000000, "turn limit of an episode"},
+      {"rule_change_reward", 0, 0, 100, "reward in percent of a win for each rule formed or broken, once an episode"}};
   return options;
 }
 
 std::unique_ptr<Env> make(const std::string& id, const nlohmann::json& options) {
-  const int max_steps = read_int_options(id, options, options_accepted())[0];
+  const std::vector<int> values = read_int_options(id, options, options_accepted());
   const LevelId* level = id.starts_with(kIdPrefix) ? find_level(std::string_view(id).substr(kIdPrefix.size())) : nullptr;
   if (!level) throw std::invalid_argument("unknown babaisai env id '" + id + "'");
-  return std::make_unique<BabaIsAIEnv>(id, level->config, max_steps);
+  return std::make_unique<BabaIsAIEnv>(id, level->config, values[0], values[1]);
 }
 
 }  // namespace

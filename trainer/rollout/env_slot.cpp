@@ -68,7 +68,7 @@ TurnOutcome EnvSlot::play(const std::string& reply, const envs::ParsedReply& par
   ++turn_;
   replies_.push_back(reply);
   outcome.env_reward = step.reward;
-  const double reward = settings_.binary_reward && step.reward > 0 ? 1.0 : step.reward;
+  const double reward = settings_.binary_reward && step.terminated && step.reward > 0 ? 1.0 : step.reward;
   outcome.reward = parsed.valid || !penalise_invalid ? reward : settings_.invalid_penalty;
   outcome.terminated = step.terminated;
   outcome.truncated = !step.terminated && (step.truncated || turn_ >= turn_limit());

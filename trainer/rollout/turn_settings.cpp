@@ -97,7 +97,7 @@ const Schema<TurnSettings>& turn_keys() {
       history_entry_key(),
       key("invalid_penalty", &T::invalid_penalty, "reward replacing the step reward after an invalid reply (BALROG 0, Verlog -0.1)"),
       key("invalid_feedback", &T::invalid_feedback, "prefix the next observation with a note that the default action ran"),
-      key("binary_reward", &T::binary_reward, "a positive step reward counts as 1"),
+      key("binary_reward", &T::binary_reward, "a positive reward on the step that ends the game counts as 1"),
       key("max_turns", &T::max_turns, "per-episode turn cap below the env's own; 0: the env's", non_negative<int>("0: the env's limit")),
       synonyms_key(),
   };
