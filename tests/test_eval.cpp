@@ -354,7 +354,9 @@ TEST_CASE("eval sweep: a model's requests_per_minute paces its requests; budgets
   const auto run = test::run_turnrl("eval --config " + config);
   REQUIRE_MESSAGE(run.exit_code == 0, run.output);
   REQUIRE(arrivals.size() >= 4u);
-  for (size_t i = 1; i < arrivals.size(); ++i) CHECK(arrivals[i] - arrivals[i - 1] >= std::chrono::milliseconds(90));
+  // Sends are 100 ms apart; on a loaded machine one arrival may come late and the next on time, so
+  // the span is checked, not each gap.
+  CHECK(arrivals.back() - arrivals.front() >= std::chrono::milliseconds(90) * static_cast<int>(arrivals.size() - 1));
 
   for (const std::string key : {"requests_per_minute: 60", "tokens_per_minute: 1000", "usd_per_million_prompt_tokens: 1", "prefix_cache_mb: 64"}) {
     std::ofstream(config) << "env:\n  id: [babyai/goto]\nmodels: [{name: r, type: random, " << key << "}]\n";
