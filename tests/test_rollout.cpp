@@ -371,44 +371,6 @@ TEST_CASE("a restored rollout continues its episodes in flight exactly") {
   CHECK_THROWS_AS(wrong_size.restore(state), std::invalid_argument);
 }
 
-TEST_CASE("replace_envs: every slot begins its next episode, with a fresh seed, in an env of the new factory") {
-  class Renamed : public test::CountingEnv {  // the next stage's env
-   public:
-    const std::string& id() const override { return id_; }
-
-   private:
-    std::string id_ = "test/counting-next";
-  };
-  class EnvRecorder : public agents::Agent {  // the random agent, noting the env of each prompt
-   public:
-    std::string name() const override { return "env recorder"; }
-    std::vector<agents::AgentReply> act(const std::vector<agents::AgentPrompt>& prompts) override {
-      for (const agents::AgentPrompt& prompt : prompts) ids.insert(prompt.env->id());
-      return random_.act(prompts);
-    }
-    std::set<std::string> ids;
-
-   private:
-    agents::RandomAgent random_;
-  };
-  EnvRecorder agent;
-  trainer::Rollout rollout(counting_env, agent, small_config(false));
-  std::set<uint64_t> before;
-  for (const auto& turn : rollout.collect().turns) before.insert(turn.episode_id);
-  CHECK(agent.ids == std::set<std::string>{"test/counting"});
-  agent.ids.clear();
-  rollout.replace_envs([](int) { return std::make_unique<Renamed>(); });
-  const trainer::RolloutBatch after = rollout.collect();
-  CHECK(agent.ids == std::set<std::string>{"test/counting-next"});
-  std::set<int> slots_begun;
-  for (const auto& turn : after.turns) {
-    CHECK(before.count(turn.episode_id) == 0);  // no episode of the old envs goes on
-    CHECK(turn.episode_seed == small_config(false).first_episode_seed + turn.episode_id);
-    if (turn.turn_index == 0) slots_begun.insert(turn.slot);
-  }
-  CHECK(slots_begun.size() == 5u);
-}
-
 TEST_CASE("invalid-action penalty, terminated vs truncated") {
   class Scripted : public agents::Agent {
    public:

@@ -63,11 +63,6 @@ TEST_CASE("configs validate every key and name the file and line") {
   fails_with("u.yaml", base + "env:\n  options: {n\xf9m: 2}\n", "u.yaml:4: env.options: must be UTF-8 text");
   fails_with("w.yaml", base + "format:\n  model: /no/such/format-model\n  tasks: [babyai/open]\nenv:\n  id: babyai/goto\n",
              "w.yaml:5: format.tasks: names 'babyai/open', which is not one of env.id");
-  fails_with("x.yaml", base + "env:\n  curriculum:\n    - {options: {num_dist: 0}, iterations: 5}\n",
-             "x.yaml:5: env.curriculum: stage 1 on babyai/goto: env babyai/goto: unknown option 'num_dist'");
-  fails_with("y.yaml", base + "env:\n  curriculum:\n    - {options: {num_dists: 0}, iterations: 0}\n",
-             "env.curriculum[0].iterations: must be > 0");
-  fails_with("z.yaml", base + "env:\n  curriculum:\n    - {options: {num_dists: 0}, iters: 2}\n", "env.curriculum[0].iters: unknown key");
   const TrainConfig mix = TrainConfig::load(write_config("k.yaml", base + "env:\n  id: [babyai/goto, babyai/open]\n"));
   CHECK(mix.env.ids == std::vector<std::string>{"babyai/goto", "babyai/open"});
   TrainConfig::Env grouped = mix.env;
@@ -136,21 +131,4 @@ TEST_CASE("reward config: options of the episode manager and of group estimators
                        doctest::Contains("reward.normalize_by_length: applies to reward.manager: episode only"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(TrainConfig::load(write_config("dynamic-bad.yaml", "model:\n  path: /no/such/model\nreward:\n  dynamic_sampling_tries: 2\n")),
                        doctest::Contains("reward.dynamic_sampling_tries: drops groups without signal"), std::invalid_argument);
-}
-
-TEST_CASE("env.curriculum: each stage's options over env.options for its iterations, then env.options") {
-  const std::string yaml = "model:\n  path: /no/such/model\nenv:\n  options: {num_dists: 8}\n  curriculum:\n"
-                           "    - {options: {num_dists: 0}, iterations: 3}\n    - {options: {num_dists: 2}, iterations: 2}\n";
-  const TrainConfig c = TrainConfig::load(write_config("curriculum.yaml", yaml));
-  std::vector<size_t> stages;
-  for (int iteration = 0; iteration < 7; ++iteration) stages.push_back(c.env.stage_at(iteration));
-  CHECK(stages == std::vector<size_t>{0, 0, 0, 1, 1, 2, 2});
-  CHECK(c.env.stage_options(0) == nlohmann::json{{"num_dists", 0}});
-  CHECK(c.env.stage_options(1) == nlohmann::json{{"num_dists", 2}});
-  CHECK(c.env.stage_options(2) == nlohmann::json{{"num_dists", 8}});
-  CHECK(TrainConfig::load(write_config("curriculum2.yaml", c.to_yaml())).to_yaml() == c.to_yaml());
-  const TrainConfig none = TrainConfig::load(write_config("no-curriculum.yaml", "model:\n  path: /no/such/model\n"));
-  CHECK(none.env.stage_at(0) == 0u);
-  CHECK(none.env.stage_options(none.env.stage_at(5)) == none.env.options);
-  CHECK(none.to_yaml().find("curriculum") == std::string::npos);  // an empty list is left out
 }

@@ -220,10 +220,15 @@ TEST_CASE("a missing model folder without a preset is refused before any work st
   CHECK(out_text.find("holds no model") == std::string::npos);
 }
 
-/** Runs `config` for 4 iterations at once and in two halves (resumed from the checkpoint after
- *  iteration 2, episodes in flight), checks that iterations 3-4 and the last evaluation match;
- *  returns the two runs' folders. */
-std::pair<std::string, std::string> check_resume_matches(const TrainConfig& config, const std::string& root) {
+TEST_CASE("a resumed run continues from the checkpoint's exact state") {
+  const turnrl::test::TempDir run_dir("turnrl_resume_test");
+  const std::string& root = run_dir.path();
+  // Episodes of BabyAI goto outlast e_len = 3, so the checkpoint cuts them mid-episode.
+  const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n"
+                           "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
+                           "ppo:\n  minibatch: 6\n  epochs: 2\n  critic_warmup_iterations: 1\n"
+                           "run:\n  iterations: 4\n  checkpoint_every: 2\n  eval_every: 2\n  eval_episodes: 2\n";
+  const TrainConfig config = TrainConfig::load(write_config("resume.yaml", yaml));
   TrainConfig uninterrupted = config;
   uninterrupted.run.out = root + "/uninterrupted";
   PpoTrainer(uninterrupted, "").train();
@@ -247,23 +252,9 @@ std::pair<std::string, std::string> check_resume_matches(const TrainConfig& conf
     REQUIRE(resumed.count(key) == 1);
     CHECK(resumed.at(key).dump() == expected.at(key).dump());
   }
-  return {uninterrupted.run.out, interrupted.run.out};
-}
-
-// Episodes of BabyAI goto outlast e_len = 3, so the checkpoint cuts them mid-episode.
-const char* const kResumeRun = "env:\n  id: [babyai/goto, babyai/open]\n  n_env: 4\n  e_len: 3\n"
-                               "ppo:\n  minibatch: 6\n  epochs: 2\n  critic_warmup_iterations: 1\n"
-                               "run:\n  iterations: 4\n  checkpoint_every: 2\n  eval_every: 2\n  eval_episodes: 2\n";
-
-TEST_CASE("a resumed run continues from the checkpoint's exact state") {
-  const turnrl::test::TempDir run_dir("turnrl_resume_test");
-  const std::string& root = run_dir.path();
-  const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n" + kResumeRun;
-  const auto [uninterrupted_out, interrupted_out] = check_resume_matches(TrainConfig::load(write_config("resume.yaml", yaml)), root);
-  const auto expected = turnrl::test::deterministic_metrics(uninterrupted_out + "/metrics.jsonl");
   // A mix's train lines split the finished episodes by task.
   double task_episodes = 0, episodes = 0;
-  for (const nlohmann::json& line : metrics_of_type(uninterrupted_out + "/metrics.jsonl", "train")) {
+  for (const nlohmann::json& line : metrics_of_type(uninterrupted.run.out + "/metrics.jsonl", "train")) {
     const nlohmann::json& tasks = line.at("task_success");
     REQUIRE(tasks.size() == 2u);
     task_episodes += tasks.at("babyai/goto").at("episodes").get<double>() + tasks.at("babyai/open").at("episodes").get<double>();
@@ -274,31 +265,11 @@ TEST_CASE("a resumed run continues from the checkpoint's exact state") {
   CHECK(expected.at("train/3")["value_loss"] != expected.at("train/1")["value_loss"]);
   // No iteration twice in the resumed file, even after lines past the checkpoint (a crash after it).
   std::map<std::string, int> seen;
-  std::ifstream lines(interrupted_out + "/metrics.jsonl");
+  std::ifstream lines(interrupted.run.out + "/metrics.jsonl");
   for (std::string text; std::getline(lines, text);) {
     const nlohmann::json line = nlohmann::json::parse(text);
     if (line.contains("iteration")) CHECK(++seen[line["type"].get<std::string>() + "/" + std::to_string(line["iteration"].get<int>())] == 1);
   }
-}
-
-TEST_CASE("a curriculum's stages follow the iterations, through a resume within a stage") {
-  const turnrl::test::TempDir run_dir("turnrl_curriculum_test");
-  const std::string& root = run_dir.path();
-  // Iteration 1 with no distractors, 2-3 with one (the checkpoint falls in between), then two.
-  const std::string yaml = "model:\n  path: " + root + "/model\n  preset: tiny\n  threads: 1\n" + kResumeRun;
-  TrainConfig config = TrainConfig::load(write_config("curriculum.yaml", yaml));
-  config.env.options = {{"num_dists", 2}};
-  config.env.curriculum = {{{{"num_dists", 0}}, 1}, {{{"num_dists", 1}}, 2}};
-  const auto [uninterrupted_out, interrupted_out] = check_resume_matches(config, root);
-  // The stages change what the episodes play: the same run without them trains otherwise.
-  TrainConfig plain = config;
-  plain.env.curriculum.clear();
-  plain.run.out = root + "/plain";
-  PpoTrainer(plain, "").train();
-  const auto staged = turnrl::test::deterministic_metrics(uninterrupted_out + "/metrics.jsonl");
-  const auto unstaged = turnrl::test::deterministic_metrics(plain.run.out + "/metrics.jsonl");
-  CHECK(staged.at("train/1").dump() != unstaged.at("train/1").dump());
-  CHECK(staged.at("eval/0").dump() == unstaged.at("eval/0").dump());  // evaluations play env.options
 }
 
 TEST_CASE("run.total_minutes counts the time before PPO: a budget the format stage and loading use up leaves no iteration") {

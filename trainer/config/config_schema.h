@@ -235,7 +235,6 @@ Key<S> section_list(std::string name, std::vector<Item> S::*member, Schema<Item>
             }
           },
           [=](YAML::Emitter& out, const S& s) {
-            if ((s.*member).empty()) return;  // leaving the key out means the same
             out << YAML::Key << name << YAML::Value << YAML::BeginSeq;
             for (const Item& item : s.*member) write_keys(out, keys, item);
             out << YAML::EndSeq;

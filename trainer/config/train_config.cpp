@@ -99,21 +99,10 @@ void check_format(ConfigSection& section, const Format& f) {
   }
 }
 
-using CurriculumStage = TrainConfig::CurriculumStage;
-
-Schema<CurriculumStage> curriculum_keys() {
-  return {
-      key("options", &CurriculumStage::options, "env options over env.options for this stage, e.g. {num_dists: 0}"),
-      key("iterations", &CurriculumStage::iterations, "PPO iterations the stage lasts", positive<int>()),
-  };
-}
-
 Schema<Env> env_keys() {
   return {
       key("id", &Env::ids, "the task, or a mix of tasks dealt to the run's slots group by group (`turnrl envs` lists them)"),
       key("options", &Env::options, "env options, e.g. {num_dists: 8}"),
-      section_list("curriculum", &Env::curriculum, curriculum_keys(),
-                   "stages of easier options that training plays first, in order (evaluations play env.options)"),
       key("n_env", &Env::n_env, "rollout slots (episodes collected at once)", positive<int>()),
       key("e_len", &Env::e_len, "turns each slot plays per collection", positive<int>()),
       key("group_size", &Env::group_size, "slots per group sharing a start state (group estimators: >= 2); divides n_env",
@@ -132,15 +121,6 @@ void check_env(ConfigSection& section, const Env& env) {
     if (!contains(known, id)) section.fail("id", "names an unknown environment '" + id + "' (see `turnrl envs`)");
   }
   if (const std::string problem = worker_endpoints_problem(env.workers); !problem.empty()) section.fail("workers", problem);
-  for (size_t stage = 0; stage < env.curriculum.size(); ++stage) {
-    for (const std::string& id : env.ids) {
-      try {
-        envs::make_env(id, env.stage_options(stage));  // a stage's bad option shows now, not when the stage begins
-      } catch (const std::exception& e) {
-        section.fail("curriculum", "stage " + std::to_string(stage + 1) + " on " + id + ": " + e.what());
-      }
-    }
-  }
   if (env.n_env < static_cast<int64_t>(env.ids.size()) * env.group_size) {
     section.fail("n_env", "must be at least the number of tasks in env.id (" + std::to_string(env.ids.size()) +
                               ") times env.group_size (" + std::to_string(env.group_size) + ")");
@@ -407,20 +387,5 @@ FineTuning TrainConfig::fine_tuning(const std::vector<std::string>& overrides) {
 }
 
 std::vector<KeyInfo> TrainConfig::reference() { return describe_keys(train_schema()); }
-
-size_t TrainConfig::Env::stage_at(int iteration) const {
-  size_t stage = 0;
-  for (int end = 0; stage < curriculum.size(); ++stage) {
-    end += curriculum[stage].iterations;
-    if (iteration < end) break;
-  }
-  return stage;
-}
-
-nlohmann::json TrainConfig::Env::stage_options(size_t stage) const {
-  nlohmann::json merged = options.is_object() ? options : nlohmann::json::object();
-  if (stage < curriculum.size()) merged.update(curriculum[stage].options);
-  return merged;
-}
 
 }  // namespace turnrl::trainer

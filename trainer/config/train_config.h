@@ -56,18 +56,10 @@ struct TrainConfig {
   } format;
   /** The model PPO starts from and compares with (KL): the format stage's when declared. */
   const std::string& initial_model() const { return format.model.empty() ? model.path : format.model; }
-  /** A stage of env.curriculum: `options` over env.options for the next `iterations` of PPO. */
-  struct CurriculumStage {
-    nlohmann::json options = nlohmann::json::object();
-    int iterations = 1;
-  };
   struct Env {
     /** One task or a mix (YAML `id`: a string or a list), dealt to the run's slots by task_of_slot(). */
     std::vector<std::string> ids = {"babyai/goto"};
     nlohmann::json options = nlohmann::json::object();
-    /** Easier variants of the tasks first (e.g. fewer distractors): training plays each stage in
-     *  turn, then env.options; evaluations always play env.options. */
-    std::vector<CurriculumStage> curriculum;
     int n_env = 32;
     int e_len = 16;
     /** Slots per group of episodes sharing a start state (their k-th episodes share the seed);
@@ -81,10 +73,6 @@ struct TrainConfig {
                                    // and probes of dead ones
     /** The index in `ids` of the task a run slot plays: whole groups take the tasks in turn. */
     size_t task_of_slot(int run_slot) const { return static_cast<size_t>(run_slot / group_size) % ids.size(); }
-    /** The curriculum stage PPO iteration `iteration` (0-based) plays; curriculum.size() after the last. */
-    size_t stage_at(int iteration) const;
-    /** The env options of a stage (curriculum.size(): env.options alone). */
-    nlohmann::json stage_options(size_t stage) const;
   } env;
   /** The turn pipeline's settings (`turn:`), shared with eval and play. */
   TurnSettings turn;

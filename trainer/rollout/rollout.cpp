@@ -49,13 +49,10 @@ Rollout::Rollout(const EnvFactory& make_env, agents::Agent& agent, RolloutConfig
                                 std::to_string(config_.first_slot + config_.n_env - 1) + " are no whole groups of " +
                                 std::to_string(config_.group_size) + " among the run's " + std::to_string(config_.run_slots));
   }
-  slots_.resize(static_cast<size_t>(config_.n_env));
-  replace_envs(make_env);
-}
-
-void Rollout::replace_envs(const EnvFactory& make_env) {
   for (int i = 0; i < config_.n_env; ++i) {
-    slots_[i].env = std::make_unique<EnvSlot>(make_env(run_slot(i)), config_.turn, mix(config_.seed, run_slot(i)), agent_.max_prompt_tokens());
+    Slot slot;
+    slot.env = std::make_unique<EnvSlot>(make_env(run_slot(i)), config_.turn, mix(config_.seed, run_slot(i)), agent_.max_prompt_tokens());
+    slots_.push_back(std::move(slot));
   }
   for (int i = 0; i < config_.n_env; ++i) begin_episode(i);
 }

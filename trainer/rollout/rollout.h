@@ -92,10 +92,6 @@ class Rollout {
   nlohmann::json state() const;
   /** Restores state(): the episodes in flight continue exactly where they were. */
   void restore(const nlohmann::json& state);
-  /** Gives every slot a new env from `make_env` (a curriculum's next stage), where it begins its
-   *  next episode. Between collections only: the episodes in flight end as at a collection's end,
-   *  their last turns bootstrapped from the value of the next prompt. */
-  void replace_envs(const EnvFactory& make_env);
 
  private:
   struct Slot {

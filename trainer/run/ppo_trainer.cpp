@@ -81,19 +81,17 @@ void open_reward_streams(RewardStreams& streams, const TrainConfig& c, std::shar
   }
 }
 
-/** The config's env-server workers (none: in-process envs). */
-std::shared_ptr<WorkerPool> worker_pool(const TrainConfig& c) {
-  if (c.env.workers.empty()) return nullptr;
-  const auto ms = [](double seconds) { return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(seconds)); };
-  return std::make_shared<WorkerPool>(WorkerPoolOptions{c.env.workers, ms(c.env.worker_timeout), ms(c.env.worker_heartbeat)});
-}
-
-/** The env of each of this rank's slots, with `options`: in-process, or on `workers`. */
-Rollout::EnvFactory env_factory(const TrainConfig& c, std::shared_ptr<WorkerPool> workers, nlohmann::json options) {
-  return [&c, workers = std::move(workers), options = std::move(options)](int slot) -> std::unique_ptr<envs::Env> {
+/** The env of each of this rank's slots: in-process, or on the config's env-server workers. */
+Rollout::EnvFactory env_factory(const TrainConfig& c) {
+  std::shared_ptr<WorkerPool> workers;
+  if (!c.env.workers.empty()) {
+    const auto ms = [](double seconds) { return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(seconds)); };
+    workers = std::make_shared<WorkerPool>(WorkerPoolOptions{c.env.workers, ms(c.env.worker_timeout), ms(c.env.worker_heartbeat)});
+  }
+  return [&c, workers](int slot) -> std::unique_ptr<envs::Env> {
     const size_t task = c.env.task_of_slot(slot);
-    if (workers) return std::make_unique<WorkerEnv>(workers, slot % workers->size(), c.env.ids[task], options);
-    return envs::make_env(c.env.ids[task], options);
+    if (workers) return std::make_unique<WorkerEnv>(workers, slot % workers->size(), c.env.ids[task], c.env.options);
+    return envs::make_env(c.env.ids[task], c.env.options);
   };
 }
 
@@ -103,9 +101,7 @@ struct PpoTrainer::Impl {
   LearnerState learner;
   std::unique_ptr<agents::Agent> sampler, evaluator;  // token-level agents over the live actor
   RewardStreams reward_streams;  // before the rollout, which reports finished turns to them
-  std::shared_ptr<WorkerPool> workers;
   std::unique_ptr<Rollout> rollout;
-  size_t stage = 0;  // the curriculum stage the rollout's envs play
   int iteration = 0;
   double elapsed_before = 0.0;  // seconds spent before a resume
   double setup_seconds = 0.0;   // before PPO began: the format stage and loading (run.total_minutes counts them)
@@ -119,8 +115,6 @@ struct PpoTrainer::Impl {
   bool writes_run() const { return rank() == 0; }  // evaluations, metrics, checkpoints, the model
 
   void make_agents_and_rollout();
-  /** Moves the rollout's envs to curriculum stage `next` (from the next collection on). */
-  void play_stage(size_t next);
   void resume(const std::string& checkpoint);
   void warm_up_critic(MetricsLog& log, const std::function<bool()>& stopping);
   void save_checkpoint(const TimeBudget& budget);
@@ -148,17 +142,7 @@ void PpoTrainer::Impl::make_agents_and_rollout() {
   settings.turn = c.turn;
   settings.record_state_hashes = learner.estimator == Estimator::kGigpo;
   settings.on_turn_finished = reward_streams.observer();
-  workers = worker_pool(c);
-  rollout = std::make_unique<Rollout>(env_factory(c, workers, c.env.stage_options(stage)), *sampler, settings);
-}
-
-void PpoTrainer::Impl::play_stage(size_t next) {
-  if (next == stage) return;
-  const TrainConfig& c = learner.config;
-  stage = next;
-  rollout->replace_envs(env_factory(c, workers, c.env.stage_options(stage)));
-  spdlog::info("curriculum: {} from iteration {}, env options {}", stage < c.env.curriculum.size() ? "stage " + std::to_string(stage + 1) : "the last stage",
-               iteration, c.env.stage_options(stage).dump());
+  rollout = std::make_unique<Rollout>(env_factory(c), *sampler, settings);
 }
 
 void PpoTrainer::Impl::resume(const std::string& checkpoint) {
@@ -171,7 +155,6 @@ void PpoTrainer::Impl::resume(const std::string& checkpoint) {
   iteration = state.iteration;
   elapsed_before = state.elapsed_seconds;
   setup_seconds = state.setup_seconds;
-  play_stage(learner.config.env.stage_at(std::max(iteration - 1, 0)));  // the stage of the episodes in flight
   rollout->restore(state.ranks[rank()].rollout);
   curve = state.curve;
   learner.reward_manager->load_state(state.ranks[rank()].reward_manager);
@@ -265,7 +248,6 @@ void PpoTrainer::train(const std::atomic<bool>* stop_requested) {
   }
   budget.start_loop(s.iteration);
   while (s.iteration < c.run.iterations && !on_any_rank(ranks, budget.out_of_time(s.iteration, evaluation.last_seconds()) || stop_asked())) {
-    s.play_stage(c.env.stage_at(s.iteration));
     IterationClock clock;
     Collection collection = collector.collect();  // collect -> rewards -> targets
     clock.rollout_seconds = clock.seconds();
