@@ -46,10 +46,6 @@ ModelConfig ModelConfig::load(const std::string& path) {
     config.initializer_range = json["initializer_range"].get<double>();
   }
   config.torch_dtype = json.value("torch_dtype", "float32");
-  if (json.contains("qk_norm")) {
-    if (!json["qk_norm"].is_boolean()) throw std::runtime_error(path + ": field 'qk_norm' must be true or false");
-    config.qk_norm = json["qk_norm"].get<bool>();
-  }
   if (config.hidden_size % config.num_attention_heads != 0 ||
       config.num_attention_heads % config.num_key_value_heads != 0) {
     throw std::runtime_error(path + ": hidden_size, num_attention_heads and num_key_value_heads are inconsistent");
@@ -61,7 +57,7 @@ ModelConfig ModelConfig::load(const std::string& path) {
 }
 
 nlohmann::json ModelConfig::to_json() const {
-  nlohmann::json json = {{"architectures", {"Qwen2ForCausalLM"}},
+  return {{"architectures", {"Qwen2ForCausalLM"}},
           {"model_type", "qwen2"},
           {"vocab_size", vocab_size},
           {"hidden_size", hidden_size},
@@ -79,8 +75,6 @@ nlohmann::json ModelConfig::to_json() const {
           {"sliding_window", nullptr},
           {"attention_dropout", 0.0},
           {"torch_dtype", torch_dtype}};
-  if (qk_norm) json["qk_norm"] = true;
-  return json;
 }
 
 }  // namespace turnrl::agents

@@ -21,9 +21,6 @@ struct ModelConfig {
    *  hundred, and leaves a 64-wide model's attention near uniform for thousands of steps). */
   double initializer_range = 0.02;
   std::string torch_dtype = "float32";
-  /** Qwen3's RMS norm of each head's queries and keys before rotation (weights
-   *  `self_attn.q_norm` / `k_norm`): the scores' scale no longer waits on the weights' growth. */
-  bool qk_norm = false;
 
   int head_dim() const { return hidden_size / num_attention_heads; }
   /** Throws std::runtime_error naming `path` and the field. */

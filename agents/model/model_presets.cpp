@@ -61,13 +61,6 @@ ModelConfig tiny_deep_config() {
   return config;
 }
 
-/** The tiny preset with its queries and keys normed per head (ModelConfig::qk_norm). */
-ModelConfig tiny_qk_norm_config() {
-  ModelConfig config = tiny_config();
-  config.qk_norm = true;
-  return config;
-}
-
 /** The tiny preset twice as wide (hidden 128, MLP 512): about 420k parameters. */
 ModelConfig tiny_wide_config() {
   ModelConfig config = tiny_config();
@@ -95,7 +88,6 @@ const std::vector<ModelPreset>& presets() {
   static const std::vector<ModelPreset> table = {{"tiny", tiny_config, true},
                                             {"tiny-deep", tiny_deep_config, true},
                                             {"tiny-wide", tiny_wide_config, true},
-                                            {"tiny-qk-norm", tiny_qk_norm_config, true},
                                             {"qwen2.5-0.5b", qwen25_half_billion, false}};
   return table;
 }

@@ -219,10 +219,6 @@ Qwen2AttentionImpl::Qwen2AttentionImpl(const ModelConfig& config)
   k_proj = register_module("k_proj", torch::nn::Linear(torch::nn::LinearOptions(h, kv_heads_ * head_dim_).bias(true)));
   v_proj = register_module("v_proj", torch::nn::Linear(torch::nn::LinearOptions(h, kv_heads_ * head_dim_).bias(true)));
   o_proj = register_module("o_proj", torch::nn::Linear(torch::nn::LinearOptions(heads_ * head_dim_, h).bias(false)));
-  if (config.qk_norm) {
-    q_norm = register_module("q_norm", RMSNorm(head_dim_, config.rms_norm_eps));
-    k_norm = register_module("k_norm", RMSNorm(head_dim_, config.rms_norm_eps));
-  }
 }
 
 namespace {
@@ -329,13 +325,8 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
   // views of its rows; under autograd the kernels with their backward. Elsewhere torch's expressions.
   if (cpu_kernels::supports(x) && !mask.additive.defined()) {
     const auto [weight, bias] = qkv_->get({q_proj, k_proj, v_proj});
-    torch::Tensor qkv = torch::addmm(bias, x.reshape({batch * steps, x.size(2)}), weight.t())
-                            .view({batch, steps, heads_ + 2 * kv_heads_, head_dim_});
-    if (!q_norm.is_empty()) {
-      qkv = torch::cat({q_norm(qkv.narrow(2, 0, heads_).contiguous()), k_norm(qkv.narrow(2, heads_, kv_heads_).contiguous()),
-                        qkv.narrow(2, heads_ + kv_heads_, kv_heads_)},
-                       2);
-    }
+    const torch::Tensor qkv = torch::addmm(bias, x.reshape({batch * steps, x.size(2)}), weight.t())
+                                  .view({batch, steps, heads_ + 2 * kv_heads_, head_dim_});
     torch::Tensor out;
     if (torch::GradMode::is_enabled()) {
       TORCH_CHECK(!cache, "the CPU kernels train without a KV cache");
@@ -350,14 +341,8 @@ torch::Tensor Qwen2AttentionImpl::forward(const torch::Tensor& x, const torch::T
         .view(residual.sizes());
   }
   const torch::Tensor x_queries = x.narrow(1, steps - length, length);
-  torch::Tensor q = q_proj(x_queries).view({batch, length, heads_, head_dim_});
-  torch::Tensor k = k_proj(x).view({batch, steps, kv_heads_, head_dim_});
-  if (!q_norm.is_empty()) {
-    q = q_norm(q);
-    k = k_norm(k);
-  }
-  q = q.transpose(1, 2);
-  k = k.transpose(1, 2);
+  torch::Tensor q = q_proj(x_queries).view({batch, length, heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor k = k_proj(x).view({batch, steps, kv_heads_, head_dim_}).transpose(1, 2);
   torch::Tensor v = v_proj(x).view({batch, steps, kv_heads_, head_dim_}).transpose(1, 2);
   q = q * cos.narrow(2, steps - length, length) + rotate_half(q) * sin.narrow(2, steps - length, length);  // cos/sin: [B, 1, L, D]
   k = k * cos + rotate_half(k) * sin;

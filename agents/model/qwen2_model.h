@@ -139,7 +139,6 @@ class Qwen2AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& cos,
                         const torch::Tensor& sin, const AttentionMask& mask, KVStore* cache, size_t layer, int64_t queries = 0);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // with config.qk_norm only
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
