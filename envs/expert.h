@@ -24,8 +24,8 @@ ExpertSight parse_expert_sight(const std::string& name);
 /** Whether `env` has a scripted expert with that sight. */
 bool has_expert(const Env& env, ExpertSight sight = ExpertSight::kFull);
 /** The expert's choice: an action (an index into env.actions()) and, where the env's expert
- *  names one (BabyAI), what the action heads for in the observation's words (its reasoning, the
- *  `{aim}` of a reply template); empty elsewhere. */
+ *  names one, what the action is for in the prompt's words (its reasoning, the `{aim}` of a reply
+ *  template): BabyAI's the observation's line it heads for, Crafter's its goal; empty elsewhere. */
 struct ExpertMove {
   int action = 0;
   std::string aim;

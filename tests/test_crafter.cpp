@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <zlib.h>
@@ -323,4 +324,38 @@ TEST_CASE("the scripted expert works down the achievement tree on unseen worlds"
   MESSAGE("mean achievements: expert " << expert_unlocks / kEpisodes << ", random " << random_unlocks / kEpisodes);
   CHECK(expert_unlocks / kEpisodes >= 12.0);  // 15.5 when it was written
   CHECK(expert_unlocks > 2 * random_unlocks);
+}
+
+TEST_CASE("the expert's aim names what its action is for, in words the prompts use") {
+  // The aim is reasoning a model writes before its action ("{aim} ACTION: {action}") and reads
+  // back in the next prompt: every word must be one the tiny vocabulary has (the families' words).
+  std::set<std::string> words;
+  for (const EnvFamily& family : env_families()) words.insert(family.vocabulary.begin(), family.vocabulary.end());
+  auto env = make_env("crafter/balrog");
+  std::map<std::string, int> aims;
+  for (uint64_t seed = 7100; seed < 7104; ++seed) {
+    env->reset(seed);
+    StepResult step;
+    for (int turn = 0; turn < 600 && !step.terminated && !step.truncated; ++turn) {
+      const ExpertMove move = expert_move(*env, seed * 7919 + static_cast<uint64_t>(turn));
+      INFO("seed " << seed << ", turn " << turn << ": " << move.aim);
+      CHECK(move.action == expert_action(*env, seed * 7919 + static_cast<uint64_t>(turn)));
+      std::istringstream split(move.aim);
+      int count = 0;
+      for (std::string word; split >> word; ++count) CHECK_MESSAGE(words.count(word) == 1, word);
+      CHECK(count >= 1);
+      const std::string action = env->actions()[static_cast<size_t>(move.action)].name;
+      if (action.starts_with("Make") || action.starts_with("Place")) {
+        std::string lower = action;
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        CHECK(move.aim == lower);
+      }
+      if (action == "Do") CHECK((move.aim.starts_with("collect ") || move.aim.starts_with("hit ")));
+      ++aims[move.aim];
+      step = env->step(move.action);
+    }
+  }
+  for (const std::string aim : {"collect tree", "place table", "make wood pickaxe", "collect stone", "collect water", "hit cow"}) {
+    CHECK_MESSAGE(aims.count(aim) == 1, "no turn aims to " << aim);
+  }
 }

@@ -1,13 +1,23 @@
 #include "envs/crafter/crafter_expert.h"
 
 #include <array>
+#include <cctype>
 #include <functional>
 #include <optional>
 #include <random>
 #include <vector>
 
+#include "envs/crafter/balrog_text.h"
+
 namespace turnrl::envs::crafter {
 namespace {
+
+/** A place or make action's aim: its name in lower case ("make wood pickaxe"). */
+std::string aim_of(int action) {
+  std::string text = balrog_actions()[static_cast<size_t>(action)].name;
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
 
 constexpr std::array<Pos, 4> kMoves{{{-1, 0}, {1, 0}, {0, -1}, {0, 1}}};  // action::kMoveLeft + i
 /** A table further than this many steps is not worth the walk: the expert places a new one. */
@@ -35,12 +45,12 @@ class Expert {
   Expert(const CrafterEnv& env, uint64_t seed)
       : world_(env.world()), player_(env.player()), pos_(env.player_pos()), rng_(seed) {}
 
-  int act() {
-    if (player_.sleeping) return action::kNoop;
+  ExpertMove act() {
+    if (player_.sleeping) return {action::kNoop, "sleep"};
     for (const auto& goal : goals()) {
-      if (std::optional<int> action = goal()) return *action;
+      if (std::optional<int> action = goal()) return {*action, aim_};
     }
-    return wander();
+    return {wander(), "go"};
   }
 
  private:
@@ -51,7 +61,7 @@ class Expert {
     return {
         [&] { return fight(Kind::kZombie); },
         [&]() -> std::optional<int> {
-          if (inventory(item::kEnergy) < kLowEnergy) return action::kSleep;
+          if (inventory(item::kEnergy) < kLowEnergy) return aim("sleep", action::kSleep);
           return std::nullopt;
         },
         [&] { return inventory(item::kDrink) < kLowDrink ? collect_from(Material::kWater) : std::nullopt; },
@@ -76,6 +86,12 @@ class Expert {
         [&] { return inventory(item::kDrink) < kItemMax ? collect_from(Material::kWater) : std::nullopt; },
         [&] { return inventory(item::kFood) < kItemMax ? fight(Kind::kCow, true) : std::nullopt; },
     };
+  }
+
+  /** Names what `action` is for: the reply's reasoning before it (`{aim}` of a reply template). */
+  std::optional<int> aim(std::string text, std::optional<int> action) {
+    if (action) aim_ = std::move(text);
+    return action;
   }
 
   int inventory(int item) const { return player_.inventory[item]; }
@@ -129,23 +145,24 @@ class Expert {
   }
 
   /** Collects from the nearest cell of `material`, when the expert has the tool it needs. */
-  std::optional<int> collect_from(Material material) const {
+  std::optional<int> collect_from(Material material) {
     const CollectRule& rule = collect_rules()[static_cast<int>(material)];
     if (rule.require.item >= 0 && inventory(rule.require.item) < rule.require.amount) return std::nullopt;
-    return interact([&](Pos p) { return is_material(p, material); });
+    return aim("collect " + std::string(material_name(material)), interact([&](Pos p) { return is_material(p, material); }));
   }
 
   /** Attacks a creature next to the expert, or with `hunt` walks to the nearest one. */
-  std::optional<int> fight(Kind kind, bool hunt = false) const {
+  std::optional<int> fight(Kind kind, bool hunt = false) {
+    const std::string target = "hit " + std::string(kind_name(kind));
     for (Pos d : kMoves) {
-      if (is_creature(pos_ + d, kind)) return player_.facing == d ? action::kDo : move_action(d);
+      if (is_creature(pos_ + d, kind)) return aim(target, player_.facing == d ? action::kDo : move_action(d));
     }
     if (!hunt) return std::nullopt;
-    return interact([&](Pos p) { return is_creature(p, kind); });
+    return aim(target, interact([&](Pos p) { return is_creature(p, kind); }));
   }
 
   /** Gathers what `item` is made from: the material it is collected from. */
-  std::optional<int> gather(int item) const {
+  std::optional<int> gather(int item) {
     for (int m = 0; m < kNumMaterials; ++m) {
       const CollectRule& rule = collect_rules()[m];
       if (rule.exists && rule.receive == item) return collect_from(static_cast<Material>(m));
@@ -159,8 +176,8 @@ class Expert {
     const PlaceRule& rule = *place_rule(action);
     if (inventory(rule.uses.item) < rule.uses.amount + spare) return gather(rule.uses.item);
     const Pos front = pos_ + player_.facing;
-    if (world_.object_at(front) == 0 && contains(rule.where, world_.material(front))) return action;
-    return wander();
+    if (world_.object_at(front) == 0 && contains(rule.where, world_.material(front))) return aim(aim_of(action), action);
+    return aim(aim_of(action), wander());
   }
 
   /** Gathers the material first: a walk to the table for each piece would never end. */
@@ -170,7 +187,7 @@ class Expert {
     if (!world_.nearby_has(pos_, 1, Material::kTable)) {
       const std::optional<Route> route = route_to([&](Pos p) { return is_material(p, Material::kTable); });
       if (!route) return std::nullopt;
-      return move_action(route->direction);
+      return aim("go to table", move_action(route->direction));
     }
     return place(action, 0);
   }
@@ -184,10 +201,10 @@ class Expert {
     }
     const bool at_table = world_.nearby_has(pos_, 1, Material::kTable);
     const bool at_furnace = !rule.needs_furnace || world_.nearby_has(pos_, 1, Material::kFurnace);
-    if (at_table && at_furnace) return action;
+    if (at_table && at_furnace) return aim(aim_of(action), action);
     if (at_table) return place(action::kPlaceFurnace, 0);
     const std::optional<Route> route = route_to([&](Pos p) { return is_material(p, Material::kTable); });
-    if (route && route->steps <= kTableWalk) return move_action(route->direction);
+    if (route && route->steps <= kTableWalk) return aim("go to table", move_action(route->direction));
     return place(action::kPlaceTable, 0);
   }
 
@@ -206,10 +223,11 @@ class Expert {
   const Player& player_;
   Pos pos_;
   std::mt19937_64 rng_;
+  std::string aim_;  // what the last action chosen is for
 };
 
 }  // namespace
 
-int expert_action(const CrafterEnv& env, uint64_t seed) { return Expert(env, seed).act(); }
+ExpertMove expert_move(const CrafterEnv& env, uint64_t seed) { return Expert(env, seed).act(); }
 
 }  // namespace turnrl::envs::crafter

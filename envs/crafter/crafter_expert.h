@@ -7,11 +7,14 @@
 #include <cstdint>
 
 #include "envs/crafter/crafter_env.h"
+#include "envs/expert.h"
 
 namespace turnrl::envs::crafter {
 
-/** The expert's action in the env's current state; `seed` drives its random moves (wandering,
- *  stepping aside to find room to place something). Requires reset(). */
-int expert_action(const CrafterEnv& env, uint64_t seed);
+/** The expert's action in the env's current state and its aim, what the action is for in the
+ *  prompt's words ("collect tree", "hit zombie", "make wood pickaxe", "go to table", "go" when it
+ *  wanders); `seed` drives its random moves (wandering, stepping aside to find room to place
+ *  something). Requires reset(). */
+ExpertMove expert_move(const CrafterEnv& env, uint64_t seed);
 
 }  // namespace turnrl::envs::crafter

@@ -79,7 +79,7 @@ EnvFamily crafter_family() {
   family.make = make;
   // The expert reads the whole map; the prompt shows a 9x7 window of it.
   family.expert_sights = {ExpertSight::kFull};
-  family.expert = [](const Env& env, uint64_t seed, ExpertSight) { return ExpertMove{crafter::expert_action(expert_env<CrafterEnv>(env), seed), ""}; };
+  family.expert = [](const Env& env, uint64_t seed, ExpertSight) { return crafter::expert_move(expert_env<CrafterEnv>(env), seed); };
   family.replayer = make_golden_replayer;
   return family;
 }
