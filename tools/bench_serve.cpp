@@ -15,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agents/model/compute_threads.h"
 #include "agents/model/language_model.h"
 #include "agents/model/model_presets.h"
 #include "agents/model/new_model.h"
@@ -35,6 +36,7 @@ struct ServeBenchOptions {
   int reply_tokens = 8;                        // a BALROG action and the end of the reply
   std::string tokenizer_dir = "../shared/tokenizers/qwen";
   uint64_t seed = 1;
+  int threads = 0;  // the server's compute threads (0: torch's default), as `turnrl serve --threads`
 };
 
 struct SweepRun {
@@ -158,7 +160,11 @@ int bench_serve(int argc, char** argv) {
   app.add_option("--tokenizer", options.tokenizer_dir, "tokenizer folder for presets without their own (the Qwen tokenizer)")
       ->capture_default_str();
   app.add_option("--seed", options.seed, "first episode seed")->capture_default_str();
+  app.add_option("--threads", options.threads, "CPU compute threads of the server (0: torch's default), as turnrl serve --threads")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   if (int code = parse_cli(app, argc, argv); code >= 0) return code;
+  if (options.threads > 0) agents::set_compute_threads(options.threads);
 
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("turnrl_bench_serve_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
