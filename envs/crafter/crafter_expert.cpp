@@ -24,6 +24,9 @@ constexpr std::array<Pos, 4> kMoves{{{-1, 0}, {1, 0}, {0, -1}, {0, 1}}};  // act
 constexpr int kTableWalk = 12;
 /** Vitals below these send the expert to water, a cow or to sleep before anything else. */
 constexpr int kLowDrink = 4, kLowFood = 4, kLowEnergy = 3;
+/** A searching expert turns at random once in this many free steps, so it does not walk a
+ *  straight line forever across open grass. */
+constexpr int kSearchTurnEvery = 8;
 
 int move_action(Pos direction) {
   for (int i = 0; i < 4; ++i) {
@@ -42,15 +45,15 @@ struct Route {
 
 class Expert {
  public:
-  Expert(const CrafterEnv& env, uint64_t seed)
-      : world_(env.world()), player_(env.player()), pos_(env.player_pos()), rng_(seed) {}
+  Expert(const World& world, const Player& player, Pos view, uint64_t seed, ExpertSight sight)
+      : world_(world), player_(player), pos_(world.object(World::kPlayerSlot).pos), view_(view), sight_(sight), rng_(seed) {}
 
   ExpertMove act() {
     if (player_.sleeping) return {action::kNoop, "sleep"};
     for (const auto& goal : goals()) {
       if (std::optional<int> action = goal()) return {*action, aim_};
     }
-    return {wander(), "go"};
+    return {sight_ == ExpertSight::kView ? search() : wander(), "go"};
   }
 
  private:
@@ -96,10 +99,18 @@ class Expert {
 
   int inventory(int item) const { return player_.inventory[item]; }
   bool unlocked(int achievement) const { return player_.achievements[achievement] > 0; }
-  bool walkable(Pos p) const { return world_.is_free(p, kWalkable); }
+  bool walkable(Pos p) const { return in_sight(p) && world_.is_free(p, kWalkable); }
+  /** Whether the expert may read cell p: every cell with full sight, with view-bound sight those of
+   *  the prompt's window (describe_long_term's). */
+  bool in_sight(Pos p) const {
+    if (sight_ == ExpertSight::kFull) return true;
+    const int dx = p.x - pos_.x, dy = p.y - pos_.y;
+    return world_.inside(p) && std::abs(dx) <= view_.x / 2 && std::abs(dy) <= view_.y / 2 - 1;
+  }
 
   /** Breadth-first over free walkable cells (never lava) to the nearest cell next to a target. */
-  std::optional<Route> route_to(const std::function<bool(Pos)>& is_target) const {
+  std::optional<Route> route_to(const std::function<bool(Pos)>& seen_target) const {
+    auto is_target = [&](Pos p) { return in_sight(p) && seen_target(p); };
     for (Pos d : kMoves) {
       if (is_target(pos_ + d)) return Route{true, d, 0};
     }
@@ -208,6 +219,14 @@ class Expert {
     return place(action::kPlaceTable, 0);
   }
 
+  /** Straight on while the cell in front is free, else (and now and then) a random turn. */
+  int search() {
+    const Pos front = pos_ + player_.facing;
+    const bool free = walkable(front) && world_.material(front) != Material::kLava;
+    if (free && std::uniform_int_distribution<int>(0, kSearchTurnEvery - 1)(rng_) != 0) return move_action(player_.facing);
+    return wander();
+  }
+
   /** A random move that never steps into lava. */
   int wander() {
     std::array<Pos, 4> safe;
@@ -222,12 +241,20 @@ class Expert {
   const World& world_;
   const Player& player_;
   Pos pos_;
+  Pos view_;
+  ExpertSight sight_;
   std::mt19937_64 rng_;
   std::string aim_;  // what the last action chosen is for
 };
 
 }  // namespace
 
-ExpertMove expert_move(const CrafterEnv& env, uint64_t seed) { return Expert(env, seed).act(); }
+ExpertMove expert_move(const World& world, const Player& player, Pos view, uint64_t seed, ExpertSight sight) {
+  return Expert(world, player, view, seed, sight).act();
+}
+
+ExpertMove expert_move(const CrafterEnv& env, uint64_t seed, ExpertSight sight) {
+  return expert_move(env.world(), env.player(), env.config().view, seed, sight);
+}
 
 }  // namespace turnrl::envs::crafter

@@ -77,9 +77,10 @@ EnvFamily crafter_family() {
     "status", "stone", "sword", "table", "tree", "water", "west", "when", "wood", "your", "zombie", "died",
     "arrow"};
   family.make = make;
-  // The expert reads the whole map; the prompt shows a 9x7 window of it.
-  family.expert_sights = {ExpertSight::kFull};
-  family.expert = [](const Env& env, uint64_t seed, ExpertSight) { return crafter::expert_move(expert_env<CrafterEnv>(env), seed); };
+  family.expert_sights = {ExpertSight::kFull, ExpertSight::kView};
+  family.expert = [](const Env& env, uint64_t seed, ExpertSight sight) {
+    return crafter::expert_move(expert_env<CrafterEnv>(env), seed, sight);
+  };
   family.replayer = make_golden_replayer;
   return family;
 }
