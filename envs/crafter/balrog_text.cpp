@@ -64,10 +64,14 @@ std::string balrog_instruction_prompt() {
          "Your goal is to get as far as possible by completing all the achievements.\n\nPLAY!";
 }
 
+DescribedWindow described_window(const World& world, Pos player, Pos view) {
+  const auto [x0, x1] = python_slice(player.x - view.x / 2, player.x + view.x / 2 + 1, world.width());
+  const auto [y0, y1] = python_slice(player.y - view.y / 2 + 1, player.y + view.y / 2, world.height());
+  return {x0, x1, y0, y1};
+}
+
 std::string describe_long_term(const World& world, const Player& player, Pos view) {
-  const Pos p = world.object(World::kPlayerSlot).pos;
-  const auto [x0, x1] = python_slice(p.x - view.x / 2, p.x + view.x / 2 + 1, world.width());
-  const auto [y0, y1] = python_slice(p.y - view.y / 2 + 1, p.y + view.y / 2, world.height());
+  const auto [x0, x1, y0, y1] = described_window(world, world.object(World::kPlayerSlot).pos, view);
   const int w = x1 - x0, h = y1 - y0;
   const Pos center{view.x / 2, view.y / 2 - 1};
   // Only the view's cells: building the whole 64x64 map cost about half of a step.

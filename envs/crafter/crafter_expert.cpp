@@ -46,7 +46,12 @@ struct Route {
 class Expert {
  public:
   Expert(const World& world, const Player& player, Pos view, uint64_t seed, ExpertSight sight)
-      : world_(world), player_(player), pos_(world.object(World::kPlayerSlot).pos), view_(view), sight_(sight), rng_(seed) {}
+      : world_(world),
+        player_(player),
+        pos_(world.object(World::kPlayerSlot).pos),
+        window_(described_window(world, pos_, view)),
+        sight_(sight),
+        rng_(seed) {}
 
   ExpertMove act() {
     if (player_.sleeping) return {action::kNoop, "sleep"};
@@ -100,13 +105,9 @@ class Expert {
   int inventory(int item) const { return player_.inventory[item]; }
   bool unlocked(int achievement) const { return player_.achievements[achievement] > 0; }
   bool walkable(Pos p) const { return in_sight(p) && world_.is_free(p, kWalkable); }
-  /** Whether the expert may read cell p: every cell with full sight, with view-bound sight those of
-   *  the prompt's window (describe_long_term's). */
-  bool in_sight(Pos p) const {
-    if (sight_ == ExpertSight::kFull) return true;
-    const int dx = p.x - pos_.x, dy = p.y - pos_.y;
-    return world_.inside(p) && std::abs(dx) <= view_.x / 2 && std::abs(dy) <= view_.y / 2 - 1;
-  }
+  /** Whether the expert may read cell p: every cell with full sight, with view-bound sight those
+   *  the prompt describes. */
+  bool in_sight(Pos p) const { return sight_ == ExpertSight::kFull || window_.contains(p); }
 
   /** Breadth-first over free walkable cells (never lava) to the nearest cell next to a target. */
   std::optional<Route> route_to(const std::function<bool(Pos)>& seen_target) const {
@@ -222,8 +223,7 @@ class Expert {
   /** Straight on while the cell in front is free, else (and now and then) a random turn. */
   int search() {
     const Pos front = pos_ + player_.facing;
-    const bool free = walkable(front) && world_.material(front) != Material::kLava;
-    if (free && std::uniform_int_distribution<int>(0, kSearchTurnEvery - 1)(rng_) != 0) return move_action(player_.facing);
+    if (walkable(front) && std::uniform_int_distribution<int>(0, kSearchTurnEvery - 1)(rng_) != 0) return move_action(player_.facing);
     return wander();
   }
 
@@ -241,7 +241,7 @@ class Expert {
   const World& world_;
   const Player& player_;
   Pos pos_;
-  Pos view_;
+  DescribedWindow window_;
   ExpertSight sight_;
   std::mt19937_64 rng_;
   std::string aim_;  // what the last action chosen is for
