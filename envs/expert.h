@@ -25,7 +25,8 @@ ExpertSight parse_expert_sight(const std::string& name);
 bool has_expert(const Env& env, ExpertSight sight = ExpertSight::kFull);
 /** The expert's choice: an action (an index into env.actions()) and, where the env's expert
  *  names one, what the action is for in the prompt's words (its reasoning, the `{aim}` of a reply
- *  template): BabyAI's the observation's line it heads for, Crafter's its goal; empty elsewhere. */
+ *  template): BabyAI's the observation's line it heads for, BabaIsAI's the line of the block it pushes next
+ *  (with the push) or of the win, Crafter's its goal; empty elsewhere. */
 struct ExpertMove {
   int action = 0;
   std::string aim;

@@ -595,6 +595,50 @@ TEST_CASE("the scripted expert wins two-room levels whose rules must be built, o
   }
 }
 
+TEST_CASE("the expert's aim is the observation's line of what it heads for, the push with it") {
+  // The line of the rule block pushed next ("rule `ball` 2 steps up push left") or of the win
+  // stepped onto ("door 1 step to the right"), as the current observation writes it.
+  std::vector<std::string> names;
+  for (const ActionSpec& action : BabaIsAIEnv::action_list()) names.push_back(action.name);
+  int pushes = 0, wins = 0, next_to = 0;
+  for (const char* level : {"babaisai/make_win", "babaisai/two_room-break_stop-goto_win", "babaisai/goto_win-distr_obj_rule"}) {
+    auto env = make_env(level);
+    for (uint64_t seed = 9200; seed < 9203; ++seed) {
+      env->reset(seed);
+      for (StepResult step; !step.terminated && !step.truncated;) {
+        const World& world = as_baba(*env).world();
+        const std::string objects = objects_text(world, *you_position(world));
+        const ExpertMove move = expert_move(*env, seed);
+        INFO(level << " seed " << seed << " aim '" << move.aim << "'");
+        REQUIRE_FALSE(move.guess);
+        const size_t push = move.aim.find(" push ");
+        const std::string line = move.aim.substr(0, push);
+        CHECK((objects.starts_with(line + "\n") || objects.ends_with("\n" + line) || objects.find("\n" + line + "\n") != std::string::npos));
+        if (push != std::string::npos) {
+          ++pushes;
+          CHECK(std::ranges::find(names, move.aim.substr(push + 6)) != names.end());
+        } else {
+          ++wins;
+        }
+        // A target one step away in direction d: the move is d (onto the win, or into the block).
+        for (size_t d = 1; d < names.size(); ++d) {
+          const std::string side = d == 2 ? "to the right" : d == 4 ? "to the left" : names[d];
+          if (line.ends_with(" 1 step " + side) && line.find(" and ") == std::string::npos &&
+              (push == std::string::npos || move.aim.ends_with(" push " + names[d]))) {
+            ++next_to;
+            CHECK(move.action == static_cast<int>(d));
+          }
+        }
+        step = env->step(move.action);
+      }
+      CHECK(env->progression() == 1.0);
+    }
+  }
+  CHECK(pushes > 0);
+  CHECK(wins > 0);
+  CHECK(next_to > 0);
+}
+
 TEST_CASE("where the scripted expert finds no way on, its move is a guess: the seed's, not the state's") {
   // Random play on a level whose win rule must be made pushes rule blocks where no way on is left.
   auto env = make_env("babaisai/make_win");

@@ -1,5 +1,7 @@
 #include "envs/babaisai/babaisai_expert.h"
 
+#include <cstdlib>
+#include <optional>
 #include <random>
 #include <regex>
 #include <stdexcept>
@@ -150,6 +152,57 @@ std::vector<int> shortest_way(const World& start, uint64_t start_hash, const Pla
   return {};
 }
 
+/** Moves the aim follows along the remembered way at most (a way to one plan step is shorter). */
+constexpr int kMaxAimMoves = 100;
+
+/** The cell of every rule block, by object id (-1 for other objects). */
+std::vector<int> rule_block_cells(const World& world) {
+  std::vector<int> cells(world.objects.size(), -1);
+  for (int k = 0; k < world.grid.cell_count(); ++k) {
+    for (const ObjectId id : world.grid.stack(k)) {
+      const Kind kind = world.objects[id].kind;
+      if (kind != Kind::kThing && kind != Kind::kBorder) cells[id] = k;
+    }
+  }
+  return cells;
+}
+
+/** What the way on from `start` heads for, as the observation's line of it: the rule block it pushes
+ *  next, with the push ("rule `ball` 2 steps to the right push up"), or else the win it steps onto
+ *  ("door 2 steps to the right"). Found by following the remembered moves. The line puts where the
+ *  target lies next to the action, so a model copies it from the prompt rather than looking up the
+ *  win's name in the rules and then its line among the objects. */
+std::string way_aim(const World& start) {
+  const std::optional<Pos> player = you_position(start);
+  if (!player) return "";
+  World world = start;
+  for (int n = 0; n < kMaxAimMoves; ++n) {
+    const auto known = remembered().find(state_hash(world));
+    if (known == remembered().end() || known->second == kNoPlan) break;
+    const std::optional<Pos> you = you_position(world);
+    const std::vector<int> before = rule_block_cells(world);
+    const StepOutcome outcome = world.step(known->second);
+    const std::vector<int> after = rule_block_cells(world);
+    int pushed = -1;
+    for (size_t id = 0; id < before.size(); ++id) {
+      if (before[id] < 0 || before[id] == after[id]) continue;
+      // In a chain of blocks, the one next to the player names the push.
+      const Pos from = world.grid.pos_of(before[id]);
+      const int distance = you ? std::abs(from.x - you->x) + std::abs(from.y - you->y) : 0;
+      if (pushed < 0 || distance == 1) pushed = static_cast<int>(id);
+    }
+    if (pushed >= 0) {
+      const std::string line = object_line(start, before[static_cast<size_t>(pushed)], *player);
+      return line.empty() ? "" : line + " push " + BabaIsAIEnv::action_list()[static_cast<size_t>(known->second)].name;
+    }
+    if (outcome.done) {
+      const std::optional<Pos> end = you_position(world);
+      return outcome.reward > 0 && end ? object_line(start, start.grid.index(*end), *player) : "";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 ExpertMove expert_move(const BabaIsAIEnv& env, uint64_t seed) {
@@ -158,7 +211,7 @@ ExpertMove expert_move(const BabaIsAIEnv& env, uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto guess = [&rng] { return ExpertMove{std::uniform_int_distribution<int>(kUp, kLeft)(rng), "", true}; };
   if (const auto known = remembered().find(start_hash); known != remembered().end()) {
-    return known->second == kNoPlan ? guess() : ExpertMove{known->second, ""};
+    return known->second == kNoPlan ? guess() : ExpertMove{known->second, way_aim(start)};
   }
   // The plan's first step not yet done: the generator lays each level out for its plan, and a
   // search for one step at a time stays shallow where the whole way to a win does not.
@@ -168,7 +221,7 @@ ExpertMove expert_move(const BabaIsAIEnv& env, uint64_t seed) {
   const std::vector<int> way = shortest_way(start, start_hash, plan[pending]);
   if (way.empty()) return guess();
   remember_way(start, way);
-  return {way.front(), ""};
+  return {way.front(), way_aim(start)};
 }
 
 }  // namespace turnrl::envs::babaisai

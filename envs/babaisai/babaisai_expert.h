@@ -12,8 +12,9 @@
 namespace turnrl::envs::babaisai {
 
 /** The first move of a shortest way from the env's current state to its plan's first step not yet
- *  done (or to a win); a random move (from `seed`), marked as a guess, where the search finds none
- *  within its budget of states. Requires reset(). */
+ *  done (or to a win), its aim the observation's line of what the way heads for; a random move
+ *  (from `seed`), marked as a guess and with no aim, where the search finds none within its budget
+ *  of states. Requires reset(). */
 ExpertMove expert_move(const BabaIsAIEnv& env, uint64_t seed);
 
 }  // namespace turnrl::envs::babaisai

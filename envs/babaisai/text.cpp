@@ -18,31 +18,40 @@ void append_distance(std::string& out, int signed_offset, std::string_view direc
   out += direction;
 }
 
+/** Whether the top object `id` gets a line: things other than baba, and rule blocks. */
+bool listed(const World& world, ObjectId id) {
+  if (id == kNoObject) return false;
+  const Object& o = world.objects[id];
+  return o.kind != Kind::kBorder && !(o.kind == Kind::kThing && o.thing == Thing::kBaba);
+}
+
+/** The line of the top object at `cell`; nothing at the reference cell (BALROG's empty line). */
+void append_line(std::string& out, const World& world, int cell, Pos reference) {
+  const Object& o = world.objects[world.grid.top(cell)];
+  const Pos offset = world.grid.pos_of(cell) - reference;
+  if (offset.x == 0 && offset.y == 0) return;  // BALROG writes an empty line
+  if (o.kind == Kind::kThing) {
+    out += thing_display_name(o.thing);
+  } else {
+    out += "rule `";
+    out += word(o);
+    out += '`';
+  }
+  out += ' ';
+  if (offset.x > 0) append_distance(out, offset.x, "to the right");
+  if (offset.x < 0) append_distance(out, offset.x, "to the left");
+  if (offset.x != 0 && offset.y != 0) out += " and ";
+  if (offset.y > 0) append_distance(out, offset.y, "down");
+  if (offset.y < 0) append_distance(out, offset.y, "up");
+}
+
 void append_objects(std::string& out, const World& world, Pos reference) {
   bool first = true;
   for (int k = 0; k < world.grid.cell_count(); ++k) {
-    const ObjectId id = world.grid.top(k);
-    if (id == kNoObject) continue;
-    const Object& o = world.objects[id];
-    // Only things other than baba, and rule blocks, are listed.
-    if (o.kind == Kind::kBorder || (o.kind == Kind::kThing && o.thing == Thing::kBaba)) continue;
+    if (!listed(world, world.grid.top(k))) continue;
     if (!first) out += '\n';
     first = false;
-    const Pos offset = world.grid.pos_of(k) - reference;
-    if (offset.x == 0 && offset.y == 0) continue;  // BALROG writes an empty line
-    if (o.kind == Kind::kThing) {
-      out += thing_display_name(o.thing);
-    } else {
-      out += "rule `";
-      out += word(o);
-      out += '`';
-    }
-    out += ' ';
-    if (offset.x > 0) append_distance(out, offset.x, "to the right");
-    if (offset.x < 0) append_distance(out, offset.x, "to the left");
-    if (offset.x != 0 && offset.y != 0) out += " and ";
-    if (offset.y > 0) append_distance(out, offset.y, "down");
-    if (offset.y < 0) append_distance(out, offset.y, "up");
+    append_line(out, world, k, reference);
   }
 }
 
@@ -78,6 +87,12 @@ std::optional<Pos> you_position(const World& world) {
 std::string objects_text(const World& world, Pos reference) {
   std::string out;
   append_objects(out, world, reference);
+  return out;
+}
+
+std::string object_line(const World& world, int cell, Pos reference) {
+  std::string out;
+  if (listed(world, world.grid.top(cell))) append_line(out, world, cell, reference);
   return out;
 }
 

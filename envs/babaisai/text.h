@@ -18,6 +18,10 @@ std::optional<Pos> you_position(const World& world);
  *  left/up distance (it tests plurality on the signed offset). */
 std::string objects_text(const World& world, Pos reference);
 
+/** The "Objects on the map" line of the top object at `cell` ("rule `win` 2 steps to the right"); empty
+ *  where objects_text lists it as an empty line or not at all. */
+std::string object_line(const World& world, int cell, Pos reference);
+
 /** "Active rules:\n{rules}\n\nObjects on the map:\n{objects}" for a world with a "you" object. */
 std::string observation_text(const World& world, Pos reference);
 
