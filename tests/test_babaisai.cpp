@@ -611,6 +611,7 @@ TEST_CASE("the expert's aim is the observation's line of what it heads for, the 
         const ExpertMove move = expert_move(*env, seed);
         INFO(level << " seed " << seed << " aim '" << move.aim << "'");
         REQUIRE_FALSE(move.guess);
+        REQUIRE_FALSE(move.aim.empty());
         const size_t push = move.aim.find(" push ");
         const std::string line = move.aim.substr(0, push);
         CHECK((objects.starts_with(line + "\n") || objects.ends_with("\n" + line) || objects.find("\n" + line + "\n") != std::string::npos));
