@@ -171,18 +171,19 @@ std::vector<int> rule_block_cells(const World& world) {
  *  next, with the push ("rule `ball` 2 steps to the right push up"), or else the win it steps onto
  *  ("door 2 steps to the right"). Found by following the remembered moves. The line puts where the
  *  target lies next to the action, so a model copies it from the prompt rather than looking up the
- *  win's name in the rules and then its line among the objects. */
-std::string way_aim(const World& start) {
+ *  win's name in the rules and then its line among the objects. `start_hash`: state_hash(start). */
+std::string way_aim(const World& start, uint64_t start_hash) {
   const std::optional<Pos> player = you_position(start);
   if (!player) return "";
   World world = start;
+  uint64_t hash = start_hash;
+  std::vector<int> before = rule_block_cells(world);
   for (int n = 0; n < kMaxAimMoves; ++n) {
-    const auto known = remembered().find(state_hash(world));
+    const auto known = remembered().find(hash);
     if (known == remembered().end() || known->second == kNoPlan) break;
     const std::optional<Pos> you = you_position(world);
-    const std::vector<int> before = rule_block_cells(world);
     const StepOutcome outcome = world.step(known->second);
-    const std::vector<int> after = rule_block_cells(world);
+    std::vector<int> after = rule_block_cells(world);
     int pushed = -1;
     for (size_t id = 0; id < before.size(); ++id) {
       if (before[id] < 0 || before[id] == after[id]) continue;
@@ -199,6 +200,8 @@ std::string way_aim(const World& start) {
       const std::optional<Pos> end = you_position(world);
       return outcome.reward > 0 && end ? object_line(start, start.grid.index(*end), *player) : "";
     }
+    before = std::move(after);
+    hash = state_hash(world);
   }
   return "";
 }
@@ -211,7 +214,7 @@ ExpertMove expert_move(const BabaIsAIEnv& env, uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto guess = [&rng] { return ExpertMove{std::uniform_int_distribution<int>(kUp, kLeft)(rng), "", true}; };
   if (const auto known = remembered().find(start_hash); known != remembered().end()) {
-    return known->second == kNoPlan ? guess() : ExpertMove{known->second, way_aim(start)};
+    return known->second == kNoPlan ? guess() : ExpertMove{known->second, way_aim(start, start_hash)};
   }
   // The plan's first step not yet done: the generator lays each level out for its plan, and a
   // search for one step at a time stays shallow where the whole way to a win does not.
@@ -221,7 +224,7 @@ ExpertMove expert_move(const BabaIsAIEnv& env, uint64_t seed) {
   const std::vector<int> way = shortest_way(start, start_hash, plan[pending]);
   if (way.empty()) return guess();
   remember_way(start, way);
-  return {way.front(), way_aim(start)};
+  return {way.front(), way_aim(start, start_hash)};
 }
 
 }  // namespace turnrl::envs::babaisai
